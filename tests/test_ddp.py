@@ -1,0 +1,35 @@
+"Two CPU processes (gloo) train AEL together: both ranks end with the same weights, teacher and confidence bank."
+import json, os, socket
+from pathlib import Path
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=4', 'optim.iters=3',
+        'eval.interval=0', 'eval.max_images=3', 'run.log_interval=1', 'run.progress=false', 'run.tensorboard=false',
+        'run.plots=false', 'data.check=false', 'method.name=ael']
+
+def _free_port():
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+def _worker(rank, world, port, out):
+    os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), OMP_NUM_THREADS='1')
+    torch.set_num_threads(1)
+    dist.init_process_group('gloo', rank=rank, world_size=world)
+    from ael_nb.config import get_config
+    from ael_nb.train import train
+    s = train(get_config('cpu', overrides=TINY + [f'run.out={out}/run', 'run.device=cpu']))
+    Path(out, f'rank{rank}.json').write_text(json.dumps(dict(weights=s['weights'], teacher=s['teacher_weights'], conf=s['conf'],
+                                                              last=s['last'], it=s['it'])))
+    dist.destroy_process_group()
+
+def test_two_ranks_stay_identical(tmp_path):
+    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    r0, r1 = (json.loads((tmp_path / f'rank{r}.json').read_text()) for r in (0, 1))
+    assert r0['it'] == r1['it'] == 3
+    assert r0['weights'] == r1['weights'] and r0['teacher'] == r1['teacher']
+    assert r0['conf'] == r1['conf'] and r0['conf'] != [r0['conf'][0]] * len(r0['conf'])   # the bank moved, identically
+    assert r0['last'] == r1['last']                                                       # merged confusion matrices
+    assert (tmp_path / 'run' / 'latest.pth').exists()
+    saved = torch.load(tmp_path / 'run' / 'latest.pth', weights_only=False)
+    assert saved['config']['data']['batch_size'] == 4 and saved['it'] == 3
