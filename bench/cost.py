@@ -1,0 +1,349 @@
+"""What AEL's bookkeeping costs next to the network.
+
+    python bench/cost.py                       # CPU, all three parts, small training setting + paper-scale components
+    python bench/cost.py --device cuda         # the same on a GPU (paper-scale model: R101 OS8, batch 16 if it fits)
+    python bench/cost.py --parts a --dataset camvid --root /tmp/camvid_180x240
+
+(a) `step`: time per training iteration of supervised / cutmix / ael, in one process, same model, same batch,
+    measured on the trainer's own step functions (`ael_nb.train.STEPS`) + backward + SGD + EMA; AEL's bookkeeping
+    is timed by wrapping the functions `ael_step` calls (bank update, class table, AES, DR, adaptive CutMix with
+    its source fetching and teacher forward, adaptive Copy-Paste), so the code measured is the code trained.
+(b) `components`: each AEL component alone at the paper's scale (batch 16 of 769x769, 19 classes) vs one
+    forward+backward of the network on the same input (what fits on the device: see the JSON's `model` entry).
+(c) `memory`: peak memory of training steps per method, each in a fresh subprocess (CPU: ru_maxrss; CUDA:
+    torch.cuda.max_memory_allocated).
+Writes bench/results/cost_<device>.json and cost_<device>.md."""
+from __future__ import annotations
+import argparse, contextlib, datetime as dt, functools, gc, json, os, platform, resource, statistics, subprocess, sys, time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+RESULTS = BENCH / 'results'
+sys.path.insert(0, str(BENCH)); sys.path.insert(0, str(REPO))
+
+import torch
+
+def sync(device):
+    if torch.device(device).type == 'cuda': torch.cuda.synchronize()
+
+def timeit(fn, device, reps=5, warmup=1) -> dict:
+    "Median / min wall seconds of `fn()` over `reps` calls after `warmup` calls."
+    for _ in range(warmup): fn(); sync(device)
+    ts = []
+    for _ in range(reps):
+        sync(device); t = time.perf_counter(); fn(); sync(device); ts.append(time.perf_counter() - t)
+    return dict(median_s=statistics.median(ts), min_s=min(ts), reps=reps)
+
+# ------------------------------------------------------------------ training setting shared by (a) and (c)
+SET = []   # extra config overrides for (a) and (c), from --set
+
+def small_config(dataset, root, device, method, batch=None, crop=None):
+    import grid
+    from ael_nb.config import get_config
+    ov = grid.COMMON + grid.SETTINGS[dataset]['overrides'] + ['optim.iters=1000', f'method.name={method}', f'run.device={device}',
+                                                              'data.manifest=none', 'data.fraction=0.125', 'run.out=/tmp/ael_cost_run']
+    if root: ov.append(f'data.root={root}')
+    if batch: ov.append(f'data.batch_size={batch}')
+    if crop: ov.append(f'data.crop_size=[{crop},{crop}]')
+    return get_config('cpu', overrides=ov + SET)
+
+def fixed_batches(cfg, data, device):
+    "One labeled and one unlabeled batch, built exactly as the trainer's loaders build them (micro-step 0)."
+    from ael_nb.train import Augmented, collate, plan_batch, to_device
+    b = cfg.data.batch_size
+    lab = Augmented(data.labeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=True)
+    unl = Augmented(data.unlabeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=False)
+    lb = collate([lab[k] for k in plan_batch(len(data.labeled), b, 0, 0, 0)])
+    ub = collate([unl[k] for k in plan_batch(len(data.unlabeled), b, 0, 0, 1)])
+    return to_device(lb, device), to_device(ub, device)
+
+class Timers:
+    "Wrap module-level functions / bound methods and add their wall time (synchronised on CUDA) to named buckets."
+    def __init__(self, device): self.device, self.t, self.calls, self.active = device, {}, {}, False
+    def wrap(self, fn, bucket):
+        @functools.wraps(fn)
+        def w(*a, **k):
+            if not self.active: return fn(*a, **k)
+            name = bucket(self.calls) if callable(bucket) else bucket
+            sync(self.device); t0 = time.perf_counter()
+            try: return fn(*a, **k)
+            finally:
+                sync(self.device); self.t[name] = self.t.get(name, 0.0) + time.perf_counter() - t0
+                self.calls[fn.__name__] = self.calls.get(fn.__name__, 0) + 1
+        return w
+
+def part_step(args, device) -> dict:
+    "(a) time per iteration of supervised / cutmix / ael and AEL's per-component share."
+    import ael_nb.train as T
+    from ael_nb.teacher import ema_update
+    torch.manual_seed(0)
+    cfg0 = small_config(args.dataset, args.root, device, 'ael', args.batch, args.crop)
+    data = T.build_data(cfg0)
+    lb, ub = fixed_batches(cfg0, data, device)
+    res = dict(setting=dict(dataset=args.dataset, crop=list(cfg0.data.crop_size), batch_labeled=cfg0.data.batch_size,
+                            batch_unlabeled=cfg0.data.batch_size * cfg0.data.unlabeled_ratio, backbone=cfg0.model.backbone,
+                            output_stride=cfg0.model.output_stride, threads=torch.get_num_threads(), reps=args.reps, extra=list(SET)), methods={})
+    timers = Timers(device)
+    # wrap what ael_step calls (it looks these names up in its module at call time)
+    per_step = {}
+    def teacher_bucket(calls):  # 1st teacher_probs call of an AEL step = weak views (basic framework), 2nd = ACM sources
+        n = per_step.get('teacher', 0); per_step['teacher'] = n + 1
+        return 'teacher fwd, weak views' if n % 2 == 0 else 'ACM: teacher fwd on sources'
+    def sp_bucket(calls):       # sampling_prob: 1st call = ACP's r, 2nd = ACM's r (with acp and acm on)
+        n = per_step.get('sp', 0); per_step['sp'] = n + 1
+        return 'ACP: sampling prob + paste' if n % 2 == 0 else 'ACM: sample classes + source images'
+    orig = {k: getattr(T, k) for k in ('adaptive_copy_paste', 'sampling_prob', 'teacher_probs', 'sample_classes',
+                                        'fetch_unlabeled', 'adaptive_cutmix', 'aes_rates', 'aes_mask', 'dr_weights')}
+    T.adaptive_copy_paste = timers.wrap(orig['adaptive_copy_paste'], 'ACP: sampling prob + paste')
+    T.sampling_prob = timers.wrap(orig['sampling_prob'], sp_bucket)
+    T.sample_classes = timers.wrap(orig['sample_classes'], 'ACM: sample classes + source images')
+    T.fetch_unlabeled = timers.wrap(orig['fetch_unlabeled'], 'ACM: fetch + augment sources (in the step)')
+    T.adaptive_cutmix = timers.wrap(orig['adaptive_cutmix'], 'ACM: class regions + paste')
+    T.aes_rates = timers.wrap(orig['aes_rates'], 'AES (Eq. 8-9)'); T.aes_mask = timers.wrap(orig['aes_mask'], 'AES (Eq. 8-9)')
+    T.dr_weights = timers.wrap(orig['dr_weights'], 'DR (Eq. 10)')
+    try:
+        states, comps, times = {}, {}, {}
+        for method in ('supervised', 'cutmix', 'ael'):
+            cfg = small_config(args.dataset, args.root, device, method, args.batch, args.crop)
+            torch.manual_seed(0)
+            S = T.build_state(cfg, data, torch.device(device))    # same initialisation for every method
+            if S.table is not None:
+                S.table.update = timers.wrap(S.table.update, 'class table update')
+                S.table.sample_images = timers.wrap(S.table.sample_images, 'ACM: sample classes + source images')
+            S.bank.update = timers.wrap(S.bank.update, 'bank update (Eq. 3-6)')
+            states[method], comps[method], times[method] = S, {}, []
+        def one(method):
+            S, cfg = states[method], states[method].cfg
+            T.teacher_probs = timers.wrap(orig['teacher_probs'], teacher_bucket if method == 'ael' else 'teacher fwd, weak views')
+            timers.t = comps[method]; per_step.clear()
+            g = T.make_generator(S.it, torch.device(device))
+            S.student.train(); S.optimizer.zero_grad(set_to_none=True)
+            loss, _ = T.STEPS[method](S, lb, ub if method != 'supervised' else None, g)
+            loss.backward(); S.optimizer.step()
+            if S.teacher is not None: ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
+            S.it += 1
+        for method in states:                                         # warm-up
+            for _ in range(2): one(method)
+        for c in comps.values(): c.clear()
+        timers.active = True
+        for _ in range(args.reps):                                    # interleaved: a load change hits every method alike
+            for method in states:
+                sync(device); t0 = time.perf_counter(); one(method); sync(device); times[method].append(time.perf_counter() - t0)
+        timers.active = False
+        for method, ts in times.items():
+            res['methods'][method] = dict(step_s=statistics.median(ts), step_min_s=min(ts), step_mean_s=statistics.mean(ts),
+                                          components_s={k: v / args.reps for k, v in sorted(comps[method].items())})
+        del states; gc.collect()
+    finally:
+        for k, v in orig.items(): setattr(T, k, v)
+    m = res['methods']; ael = m['ael']
+    book = {k: v for k, v in ael['components_s'].items() if not k.startswith('teacher fwd, weak')}
+    res['ratios'] = dict(ael_over_supervised=ael['step_s'] / m['supervised']['step_s'], ael_over_cutmix=ael['step_s'] / m['cutmix']['step_s'],
+                         cutmix_over_supervised=m['cutmix']['step_s'] / m['supervised']['step_s'],
+                         ael_bookkeeping_share={k: v / ael['step_mean_s'] for k, v in book.items()},
+                         ael_bookkeeping_total_share=sum(book.values()) / ael['step_mean_s'])
+    return res
+
+# ------------------------------------------------------------------ (b) components at paper scale
+def part_components(args, device) -> dict:
+    from ael_nb.conf_bank import ConfidenceBank
+    from ael_nb.sampling import sampling_prob
+    from ael_nb.aes import aes_rates, aes_mask
+    from ael_nb.losses import dr_weights, unsup_loss
+    from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, cutmix
+    from ael_nb.copy_paste import adaptive_copy_paste
+    from ael_nb.model import build_model
+    from ael_nb.core import make_generator
+    B, H, W, C = args.paper_batch, args.paper_size, args.paper_size, 19
+    dev = torch.device(device)
+    g = torch.Generator(device=dev).manual_seed(0)
+    # a plausible scene: blocky label maps (32x32 cells) so that classes form regions, and probs peaked on them
+    cells = torch.randint(0, C, (B, (H + 31) // 32, (W + 31) // 32), generator=g, device=dev)
+    labels = cells.repeat_interleave(32, 1).repeat_interleave(32, 2)[:, :H, :W].contiguous()
+    logits = torch.randn(B, C, H, W, generator=g, device=dev) + 4 * torch.nn.functional.one_hot(labels, C).permute(0, 3, 1, 2)
+    probs = logits.softmax(1); del logits
+    images = torch.randn(B, 3, H, W, generator=g, device=dev)
+    src_images, src_probs = images.roll(1, 0), probs.roll(1, 0)
+    conf = torch.linspace(0.2, 0.9, C, device=dev)
+    bank = ConfidenceBank(C, device=dev)
+    table = ClassTable(C, 2975, r_star=0.005, device=dev)
+    idx = torch.arange(B, device=dev)
+    pseudo = probs.argmax(1)
+    classes = sample_classes(sampling_prob(conf), B, g)
+    table.update(idx, pseudo)
+    keep = aes_mask(pseudo, aes_rates(conf), generator=g)
+    student_logits = torch.randn(B, C, H, W, device=dev, requires_grad=True)
+    r = dict(setting=dict(batch=B, size=[H, W], classes=C, reps=args.reps, threads=torch.get_num_threads()), components={})
+    comps = {
+        'bank update (Eq. 3-6)': lambda: bank.update(probs, labels),
+        'class table update': lambda: table.update(idx, pseudo),
+        'AES rates + mask (Eq. 8-9)': lambda: aes_mask(pseudo, aes_rates(conf), generator=g),
+        'DR weights (Eq. 10)': lambda: dr_weights(probs, 2.0, keep),
+        'ACM: sample classes + images (table)': lambda: table.sample_images(sample_classes(sampling_prob(conf), B, g), g),
+        'ACM: adaptive_cutmix (regions + paste)': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g),
+        'plain CutMix (basic framework)': lambda: cutmix(images, probs, generator=g),
+        'ACP: adaptive_copy_paste (K=3)': lambda: adaptive_copy_paste(images, labels, sampling_prob(conf), k=3, generator=g),
+        'unsup loss Eq. 11 fwd+bwd (not AEL-specific)': lambda: unsup_loss(student_logits, pseudo, keep.float()).backward(),
+    }
+    for name, fn in comps.items():
+        try: r['components'][name] = timeit(fn, device, reps=args.reps, warmup=1)
+        except RuntimeError as e: r['components'][name] = dict(error=str(e)[:200])
+        print(f"  {name}: {r['components'][name]}", flush=True)
+    del student_logits, probs, src_probs; gc.collect()
+    # the network on the same input: as much of it as fits
+    model_specs = ([('resnet101', 8, B), ('resnet101', 8, B // 2), ('resnet101', 8, 2), ('resnet50', 16, 2)] if dev.type == 'cuda'
+                   else [(args.cpu_backbone, args.cpu_os, args.cpu_model_batch)])
+    for bb, os_, mb in model_specs:
+        try:
+            model = build_model(C, bb, os_, deep_stem=(bb == 'resnet101'), aux=False).to(dev).train()
+            x, y = images[:mb].contiguous(), labels[:mb].contiguous()
+            def fb():
+                model.zero_grad(set_to_none=True)
+                torch.nn.functional.cross_entropy(model(x)['out'], y).backward()
+            if dev.type == 'cuda': torch.cuda.reset_peak_memory_stats()
+            t = timeit(fb, device, reps=max(1, min(args.reps, 3)), warmup=1)
+            per_img = t['median_s'] / mb
+            r['model'] = dict(backbone=bb, output_stride=os_, deep_stem=bb == 'resnet101', batch=mb, size=[H, W], fwd_bwd=t,
+                              per_image_s=per_img, extrapolated_batch_s=per_img * B, extrapolation='linear in batch' if mb != B else 'none',
+                              peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30 if dev.type == 'cuda' else None)
+            print(f"  model {bb} OS{os_} batch {mb}: {t}", flush=True)
+            del model; gc.collect()
+            if dev.type == 'cuda': torch.cuda.empty_cache()
+            break
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as e:
+            r.setdefault('model_failed', []).append(dict(backbone=bb, output_stride=os_, batch=mb, error=str(e)[:200]))
+            model = None; gc.collect()
+            if dev.type == 'cuda': torch.cuda.empty_cache()
+    if 'model' in r:
+        ref = r['model']['extrapolated_batch_s']
+        r['ratio_to_model_fwd_bwd'] = {k: v['median_s'] / ref for k, v in r['components'].items() if 'median_s' in v}
+    return r
+
+# ------------------------------------------------------------------ (c) peak memory, one subprocess per method
+def memory_child(args):
+    "Child: a few training steps of one method; prints a JSON line with the peak memory."
+    global RSS0
+    RSS0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    import ael_nb.train as T
+    from ael_nb.teacher import ema_update
+    device = args.device
+    cfg = small_config(args.dataset, args.root, device, args.mem_method, args.batch, args.crop)
+    data = T.build_data(cfg); lb, ub = fixed_batches(cfg, data, device)
+    rss_setup = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    S = T.build_state(cfg, data, torch.device(device))
+    rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if torch.device(device).type == 'cuda': torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
+    for i in range(3):
+        g = T.make_generator(i, torch.device(device))
+        S.optimizer.zero_grad(set_to_none=True)
+        loss, _ = T.STEPS[args.mem_method](S, lb, ub if args.mem_method != 'supervised' else None, g)
+        loss.backward(); S.optimizer.step()
+        if S.teacher is not None: ema_update(S.teacher, S.student, S.it, 0.99)
+        S.it += 1
+    out = dict(method=args.mem_method, maxrss_at_start_mib=RSS0 / 1024, maxrss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               maxrss_after_data_mib=rss_setup / 1024, maxrss_after_model_mib=rss_model / 1024)
+    if torch.device(device).type == 'cuda':
+        out.update(cuda_peak_mib=torch.cuda.max_memory_allocated() / 2**20, cuda_before_steps_mib=base / 2**20)
+    print('MEMORY ' + json.dumps(out), flush=True)
+
+def part_memory(args, device) -> dict:
+    res = {}
+    for m in ('supervised', 'meanteacher', 'cutmix', 'ael'):
+        cmd = [sys.executable, __file__, '--mem-child', '--mem-method', m, '--device', device, '--dataset', args.dataset]
+        if args.root: cmd += ['--root', args.root]
+        if args.batch: cmd += ['--batch', str(args.batch)]
+        if args.crop: cmd += ['--crop', str(args.crop)]
+        if args.set: cmd += ['--set', *args.set]
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads())))
+        line = [l for l in p.stdout.splitlines() if l.startswith('MEMORY ')]
+        res[m] = json.loads(line[-1][7:]) if line else dict(error=(p.stderr or p.stdout)[-500:])
+        print(f"  {m}: {res[m]}", flush=True)
+    return res
+
+# ------------------------------------------------------------------ report
+def markdown(r: dict) -> str:
+    L = [f"# Cost of AEL's bookkeeping on {r['device_name']} ({r['date']})\n"]
+    if 'step' in r:
+        s = r['step']; st = s['setting']
+        L += [f"## (a) time per training iteration\n",
+              f"{st['dataset']}, crop {st['crop'][0]}x{st['crop'][1]}, {st['batch_labeled']} labeled + {st['batch_unlabeled']} unlabeled images, "
+              f"{st['backbone']} OS{st['output_stride']}, {st['threads']} thread(s), median of {st['reps']} steps after 2 warm-up steps; "
+              "one process, same model initialisation, same batch. Step = step function + backward + SGD + EMA (data loading excluded).\n",
+              '| method | step (s) | × supervised |', '|---|---|---|']
+        sup = s['methods']['supervised']['step_s']
+        for k, v in s['methods'].items(): L.append(f"| {k} | {v['step_s']:.3f} | {v['step_s'] / sup:.2f} |")
+        L += ['', f"AEL / CutMix: {s['ratios']['ael_over_cutmix']:.2f}; CutMix / supervised: {s['ratios']['cutmix_over_supervised']:.2f}.\n",
+              'AEL step, per component (mean s per step, share of the whole AEL step):\n', '| component | s / step | share |', '|---|---|---|']
+        mean = s['methods']['ael']['step_mean_s']
+        for k, v in s['methods']['ael']['components_s'].items(): L.append(f"| {k} | {v:.4f} | {100 * v / mean:.1f}% |")
+        L.append(f"| **AEL bookkeeping total** (all rows but the weak-view teacher forward, which the basic framework also pays) | | "
+                 f"**{100 * s['ratios']['ael_bookkeeping_total_share']:.1f}%** |\n")
+    if 'components' in r:
+        c = r['components']; st = c['setting']
+        L += [f"## (b) each component alone at paper scale\n",
+              f"Batch {st['batch']} of {st['size'][0]}x{st['size'][1]}, {st['classes']} classes, {st['threads']} thread(s), median of {st['reps']}. "]
+        if 'model' in c:
+            m = c['model']
+            L.append(f"Reference: forward+backward of DeepLabv3+ {m['backbone']} OS{m['output_stride']}{' deep stem' if m['deep_stem'] else ''} "
+                     f"on batch {m['batch']} of the same images: {m['fwd_bwd']['median_s']:.3f} s, i.e. {m['per_image_s']:.3f} s per image; "
+                     f"{'extrapolated linearly to' if m['batch'] != st['batch'] else 'for'} batch {st['batch']}: {m['extrapolated_batch_s']:.2f} s"
+                     + (f"; peak GPU memory {m['peak_mem_gib']:.1f} GiB" if m.get('peak_mem_gib') else '') + '.')
+        for f in c.get('model_failed', []): L.append(f"(did not fit/run: {f['backbone']} OS{f['output_stride']} batch {f['batch']}: {f['error'][:80]})")
+        L += ['', '| component | s (batch) | ratio to model fwd+bwd (batch) |', '|---|---|---|']
+        for k, v in c['components'].items():
+            if 'median_s' in v: L.append(f"| {k} | {v['median_s']:.4f} | {c.get('ratio_to_model_fwd_bwd', {}).get(k, float('nan')):.4f} |")
+            else: L.append(f"| {k} | error: {v['error'][:60]} | |")
+        L.append('')
+    if 'memory' in r:
+        L += ['## (c) peak memory of a training step (3 steps, fresh process per method)\n']
+        cuda = any('cuda_peak_mib' in v for v in r['memory'].values())
+        L += ['| method | peak RSS (MiB) | RSS after data (MiB) | RSS after model (MiB) | step peak over model (MiB) |' + (' CUDA peak allocated (MiB) |' if cuda else ''),
+              '|---|---|---|---|---|' + ('---|' if cuda else '')]
+        for k, v in r['memory'].items():
+            if 'error' in v: L.append(f"| {k} | error | | |"); continue
+            L.append(f"| {k} | {v['maxrss_mib']:.0f} | {v['maxrss_after_data_mib']:.0f} | {v['maxrss_after_model_mib']:.0f} | {v['maxrss_mib'] - v['maxrss_after_model_mib']:.0f} |"
+                     + (f" {v['cuda_peak_mib']:.0f} |" if cuda else ''))
+        L.append('')
+    return '\n'.join(L)
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument('--device', default='cpu')
+    ap.add_argument('--parts', default='abc', help="any of a (step), b (components), c (memory)")
+    ap.add_argument('--dataset', default='synthetic'); ap.add_argument('--root', default=None)
+    ap.add_argument('--batch', type=int, default=None, help='(a, c) labeled batch (default: the grid setting)')
+    ap.add_argument('--crop', type=int, default=None, help='(a, c) square crop (default: the grid setting)')
+    ap.add_argument('--reps', type=int, default=5)
+    ap.add_argument('--threads', type=int, default=None, help='torch threads (default: 1 on the CPU, as the grid)')
+    ap.add_argument('--paper-batch', type=int, default=16); ap.add_argument('--paper-size', type=int, default=769)
+    ap.add_argument('--cpu-backbone', default='resnet50'); ap.add_argument('--cpu-os', type=int, default=16)
+    ap.add_argument('--cpu-model-batch', type=int, default=2, help='>= 2 (the ASPP pooling BatchNorm needs 2 in train mode)')
+    ap.add_argument('--set', nargs='*', default=[], help='(a, c) extra config overrides, e.g. model.backbone=resnet101 model.output_stride=8')
+    ap.add_argument('--tag', default=None, help='file name tag (default: the device type)')
+    ap.add_argument('--mem-child', action='store_true', help=argparse.SUPPRESS); ap.add_argument('--mem-method', help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.device == 'cpu': torch.set_num_threads(a.threads or 1)
+    elif a.threads: torch.set_num_threads(a.threads)
+    SET[:] = a.set
+    if a.mem_child: return memory_child(a)
+    dev = torch.device(a.device)
+    name = torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+    r = dict(device=a.device, device_name=name, torch=torch.__version__, date=dt.datetime.now().isoformat(timespec='seconds'), argv=sys.argv[1:])
+    tag = a.tag or dev.type
+    out = RESULTS / f'cost_{tag}.json'; RESULTS.mkdir(parents=True, exist_ok=True)
+    if out.exists():   # keep parts measured earlier
+        old = json.loads(out.read_text()); r = {**{k: v for k, v in old.items() if k in ('step', 'components', 'memory')}, **r}
+    from ael_nb.core import atomic_write_text
+    def save():
+        atomic_write_text(out, json.dumps(r, indent=1)); atomic_write_text(out.with_suffix('.md'), markdown(r))
+    t0 = time.time()
+    # (c) first: Linux keeps a parent's ru_maxrss high-water mark in children across fork+exec, so the memory
+    # children must be started while this process is still small
+    if 'c' in a.parts: print('(c) memory', flush=True); r['memory'] = part_memory(a, a.device); save()
+    if 'a' in a.parts: print('(a) step', flush=True); r['step'] = part_step(a, a.device); save()
+    if 'b' in a.parts: print('(b) components', flush=True); r['components'] = part_components(a, a.device); save()
+    print(markdown(r)); print(f'wrote {out} in {time.time() - t0:.0f} s')
+
+if __name__ == '__main__':
+    main()

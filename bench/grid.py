@@ -1,0 +1,362 @@
+"""Run a grid of (method or ablation) x (label fraction) x (seed) under a fixed CPU budget and tabulate it.
+
+    python bench/grid.py table2 --dataset synthetic --seeds 0 1 2 --jobs 2
+    python bench/grid.py table2 --dataset camvid --root /tmp/camvid_180x240 --seeds 0 1 2 --jobs 2
+    python bench/grid.py table5 --dataset synthetic --seeds 0 1 2 --jobs 2
+    python bench/grid.py table2 --dataset synthetic --report     # tables and plots from the finished cells only
+
+Every cell is one `ael_nb.train.train(cfg)` run in its own process (OMP_NUM_THREADS=1, torch threads 1), built
+from the `cpu` preset plus dotted overrides: a method or an ablation is a list of `key=value` strings, never a
+code edit. A finished cell is stored as `bench/results/<grid>-<dataset>/<cell>.json` (written atomically);
+a rerun skips finished cells, resumes a half-finished one from its `latest.pth` and recomputes a cell whose
+stored configuration differs from the one asked for. A cell with the same configuration finished by another
+grid (e.g. `dr+aes` of table5 = `confidence` of table7) is reused, not recomputed.
+
+The number reported for a run is the final EMA teacher's (the model the authors evaluate) where the method has
+one, else the student's (supervised runs have no teacher); the students' numbers are tabulated too."""
+from __future__ import annotations
+import argparse, datetime as dt, hashlib, json, math, os, shutil, subprocess, sys, time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+RESULTS = BENCH / 'results'
+
+# ---------------------------------------------------------------- what is run
+# variants: name -> overrides on top of the dataset setting. 'full' = supervised on every training image.
+FULL = ['method.name=supervised', 'data.manifest=none', 'data.fraction=1']
+_OFF = dict(dr='method.dr=false', aes='method.aes=false', acm='method.acm=false', acp='method.acp=false')
+def _ael(*on): return ['method.name=ael'] + [v for k, v in _OFF.items() if k not in on]
+
+GRIDS = {
+    # Table 2 (and Table 4 per class): supervised, Mean Teacher, CutMix basic framework, AEL, fully-labeled ceiling
+    'table2': dict(variants={'supervised': ['method.name=supervised'], 'meanteacher': ['method.name=meanteacher'],
+                             'cutmix': ['method.name=cutmix'], 'ael': ['method.name=ael'], 'full': FULL},
+                   baseline='supervised', ceiling='full'),
+    # Table 5: components on top of the basic framework (all switches of the AEL step)
+    'table5': dict(variants={'basic': _ael(), '+DR': _ael('dr'), '+AES': _ael('aes'), '+ACM': _ael('acm'),
+                             '+ACP': _ael('acp'), 'DR+AES': _ael('dr', 'aes'), 'DR+AES+ACM': _ael('dr', 'aes', 'acm'),
+                             'all': _ael('dr', 'aes', 'acm', 'acp')},
+                   baseline='basic', ceiling=None),
+    # Table 7: indicator of the confidence bank, with DR+AES (the paper's 'None' row = DR alone)
+    'table7': dict(variants={'none (DR only)': _ael('dr'), 'confidence': _ael('dr', 'aes'),
+                             'margin': _ael('dr', 'aes') + ['method.indicator=margin'],
+                             'entropy': _ael('dr', 'aes') + ['method.indicator=entropy']},
+                   baseline='none (DR only)', ceiling=None),
+}
+MIN_GAP = 2.0   # points of mIoU (single-seed differences of 1-2 points are noise here, cpu-regime.md): below this ceiling-minus-baseline gap, 'share of the gap recovered' is not reported
+TABLE5_FLAGS = {'basic': '', '+DR': 'dr', '+AES': 'aes', '+ACM': 'acm', '+ACP': 'acp', 'DR+AES': 'dr aes',
+                'DR+AES+ACM': 'dr aes acm', 'all': 'dr aes acm acp'}
+
+# dataset settings: the budget. Every run of a dataset gets exactly these (plus the variant's overrides).
+SETTINGS = {
+    'synthetic': dict(iters=300, overrides=['data.dataset=synthetic', 'data.crop_size=[64,64]', 'data.batch_size=4',
+                                            'eval.protocol=whole']),
+    'camvid': dict(iters=300, overrides=['data.dataset=camvid', 'data.crop_size=[128,128]', 'data.batch_size=4',
+                                         'data.scale=[0.75,1.5]', 'eval.protocol=whole']),
+}
+COMMON = ['model.backbone=resnet18', 'model.output_stride=16', 'model.aux=false', 'optim.sup_loss=ce',
+          'eval.interval=0', 'eval.models=[teacher,student]', 'data.num_workers=0', 'data.check=false',
+          'run.threads=1', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'run.device=cpu']
+
+def manifest_for(dataset: str, fraction: str, seed: int) -> list[str]:
+    "Shipped manifest `data_manifests/<dataset>/<1-8>_fold<seed>.json` if there is one, else a draw with `run.seed`."
+    p = REPO / 'data_manifests' / dataset / f"{fraction.replace('/', '-')}_fold{seed}.json"
+    from fractions import Fraction
+    return [f'data.manifest={p}'] if p.exists() else ['data.manifest=none', f'data.fraction={float(Fraction(fraction))!r}']
+
+def cell_name(variant: str, fraction: str, seed: int) -> str:
+    safe = variant.replace(' ', '_').replace('(', '').replace(')', '').replace('+', 'p').replace('/', '-')
+    return f"{safe}__{fraction.replace('/', '-')}__s{seed}"
+
+def cell_overrides(grid: str, variant: str, dataset: str, fraction: str, seed: int, iters: int, root: str|None) -> list[str]:
+    s = SETTINGS[dataset]
+    ov = COMMON + s['overrides'] + [f'optim.iters={iters}', f'run.seed={seed}']
+    if iters >= 600: ov.append(f'eval.interval={iters // 4}')   # long runs: a latest.pth to resume from every quarter
+    if root: ov.append(f'data.root={root}')
+    ov += manifest_for(dataset, fraction, seed)
+    var = GRIDS[grid]['variants'][variant]
+    if 'method.name=ael' in var: ov.append(f'method.tau={bank_tau(iters)}')
+    return ov + var                                    # the variant's own overrides come last and win
+
+def bank_tau(iters: int, paper_tau: float = 0.999, paper_iters: int = 18000) -> float:
+    "Bank momentum with the paper's time constant as a fraction of training: 1 - (1 - 0.999) x 18000 / iters."
+    return round(max(0.0, 1 - (1 - paper_tau) * paper_iters / iters), 4)
+
+def cell_key(overrides: list[str]) -> str:
+    "Hash of the resolved configuration (minus where it is written): equal keys = the same experiment."
+    from ael_nb.config import get_config, to_dict
+    d = to_dict(get_config('cpu', overrides=overrides))
+    d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
+    if d['data'].get('manifest'): d['data']['manifest'] = Path(d['data']['manifest']).name   # not the checkout path
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+# ---------------------------------------------------------------- running one cell (in a child process)
+def run_cell(spec_path: str):
+    "Child: train one cell and write its JSON atomically."
+    import torch
+    torch.set_num_threads(1)
+    from ael_nb.config import get_config, to_dict
+    from ael_nb.core import atomic_write_text
+    from ael_nb.train import train
+    spec = json.loads(Path(spec_path).read_text())
+    out = Path(spec['run_dir'])
+    ov = spec['overrides'] + [f'run.out={out}']
+    if (out / 'latest.pth').exists(): ov.append('run.resume=true')
+    cfg = get_config('cpu', overrides=ov)
+    t0 = time.time()
+    s = train(cfg)
+    primary = 'teacher' if 'teacher' in s['last'] else 'student'
+    rec = dict(spec, primary=primary, metrics=s['last'], best=s['best'], time_s=s['time_s'], wall_s=time.time() - t0,
+               it=s['it'], manifest=s['manifest'], manifest_hash=s['manifest_hash'], conf=s['conf'],
+               config=to_dict(cfg), finished=dt.datetime.now().isoformat(timespec='seconds'),
+               host=dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads()),
+               code={p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in sorted((REPO / 'ael_nb').glob('*.py'))})
+    atomic_write_text(spec['result'], json.dumps(rec, indent=1))
+
+# ---------------------------------------------------------------- the grid (parent)
+def plan(grid, dataset, fractions, seeds, iters, root, variants=None):
+    cells = []
+    for seed in seeds:                                  # seed-major: every method's seed 0 before any seed 1
+        for frac in fractions:
+            for v in GRIDS[grid]['variants']:
+                if variants and v not in variants: continue
+                if v == 'full' and frac != fractions[0]: continue   # one ceiling per seed
+                ov = cell_overrides(grid, v, dataset, frac, seed, iters, root)
+                cells.append(dict(grid=grid, dataset=dataset, variant=v, fraction='1' if v == 'full' else frac,
+                                  seed=seed, iters=iters, overrides=ov, key=cell_key(ov), name=cell_name(v, frac, seed)))
+    # ceiling and lower bound first: they are what every other number is judged against
+    first = {GRIDS[grid]['ceiling'], GRIDS[grid]['baseline']}
+    return sorted(cells, key=lambda c: (c['seed'], c['variant'] not in first))
+
+def find_existing(cell) -> Path|None:
+    "A finished cell JSON with the same key anywhere under bench/results."
+    for p in RESULTS.glob('*/*.json'):
+        try: d = json.loads(p.read_text())
+        except Exception: continue
+        if d.get('key') == cell['key'] and 'metrics' in d: return p
+    return None
+
+def grid_dir(grid, dataset, iters): return RESULTS / f'{grid}-{dataset}-{iters}it'
+
+def launch(cells, gdir: Path, runs_dir: Path, jobs: int, stop_by: dt.datetime|None, log):
+    from ael_nb.core import atomic_write_text
+    todo = []
+    for c in cells:
+        res = gdir / f"{c['name']}.json"
+        if res.exists():
+            d = json.loads(res.read_text())
+            if d.get('key') == c['key']: continue
+            log(f"{res.name}: stored configuration differs ({d.get('key')} != {c['key']}): moved to .stale, recomputing")
+            res.rename(res.with_suffix('.json.stale'))
+        other = find_existing(c)
+        if other is not None:
+            d = json.loads(other.read_text()); d.update(grid=c['grid'], variant=c['variant'], name=c['name'], reused_from=str(other.relative_to(RESULTS)))
+            atomic_write_text(res, json.dumps(d, indent=1)); log(f"{c['name']}: reused {other.relative_to(RESULTS)}"); continue
+        todo.append(c)
+    log(f"{len(cells) - len(todo)} of {len(cells)} cells finished, {len(todo)} to run with {jobs} processes")
+
+    def one(c):
+        if stop_by and dt.datetime.now() >= stop_by: return c, 'skipped (stop-by time reached)', 0.0
+        run_dir = runs_dir / gdir.name / c['name']; run_dir.mkdir(parents=True, exist_ok=True)
+        spec = dict(c, run_dir=str(run_dir), result=str(gdir / f"{c['name']}.json"))
+        sp = run_dir / 'spec.json'; sp.write_text(json.dumps(spec, indent=1))
+        env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', PYTHONUNBUFFERED='1')
+        timeout = (stop_by - dt.datetime.now()).total_seconds() + 60 if stop_by else None
+        t0 = time.time()
+        with open(run_dir / 'stdout.log', 'a') as f:
+            p = subprocess.Popen([sys.executable, __file__, '--run-cell', str(sp)], stdout=f, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+            try: rc = p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.terminate()
+                try: p.wait(30)
+                except subprocess.TimeoutExpired: p.kill(); p.wait()
+                return c, 'stopped at the stop-by time (resumable from latest.pth only if one was written)', time.time() - t0
+        return c, 'ok' if rc == 0 else f'FAILED rc={rc} (see {run_dir}/stdout.log)', time.time() - t0
+
+    with ThreadPoolExecutor(jobs) as ex:
+        for fut in as_completed([ex.submit(one, c) for c in todo]):
+            c, status, t = fut.result()
+            msg = ''
+            if status == 'ok':
+                d = json.loads((gdir / f"{c['name']}.json").read_text()); m = d['metrics'][d['primary']]
+                msg = f" mIoU {100 * m['miou']:.1f} tail {100 * m['tail_miou']:.1f}"
+            log(f"{c['name']}: {status} in {t:.0f} s{msg}")
+
+# ---------------------------------------------------------------- tables
+def load_cells(gdir: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(gdir.glob('*.json'))]
+
+def _ms(xs):
+    import numpy as np
+    xs = np.asarray([x for x in xs if x == x], float)
+    if len(xs) == 0: return float('nan'), float('nan'), 0
+    return float(xs.mean()), float(xs.std(ddof=1)) if len(xs) > 1 else float('nan'), len(xs)
+
+def _paired(a, b) -> str:
+    "Mean ± std over the seeds both variants finished of (a - b): seed-to-seed spread cancels."
+    if b is None: return 'n/a'
+    common = sorted(set(a['by_seed']) & set(b['by_seed']))
+    if not common: return 'n/a'
+    m, sd, n = _ms([a['by_seed'][k] - b['by_seed'][k] for k in common])
+    return f"{m:+.1f}" + (f" ± {sd:.1f}" if sd == sd else '') + f" (n={n})"
+
+def _fmt(m, s, n=None):
+    if m != m: return 'n/a'
+    return f"{m:.1f}" + (f" ± {s:.1f}" if s == s else '') + (f" (n={n})" if n is not None else '')
+
+def aggregate(cells: list[dict], which: str = 'primary') -> dict:
+    "variant -> dict(n, miou, tail, head, per_class, seeds) with lists over seeds, in %."
+    out = {}
+    for d in cells:
+        m = d['metrics'][d['primary'] if which == 'primary' else which] if (which == 'primary' or which in d['metrics']) else None
+        if m is None: continue
+        a = out.setdefault(d['variant'], dict(seeds=[], miou=[], tail=[], head=[], per_class={}, time=[], model=set()))
+        a['seeds'].append(d['seed']); a['time'].append(d['time_s']); a['model'].add(d['primary'] if which == 'primary' else which)
+        a.setdefault('by_seed', {})[d['seed']] = 100 * m['miou']
+        a['miou'].append(100 * m['miou']); a['tail'].append(100 * m['tail_miou']); a['head'].append(100 * m['head_miou'])
+        for k, v in m['per_class'].items(): a['per_class'].setdefault(k, []).append(100 * v if v == v else float('nan'))
+    return out
+
+def write_report(grid: str, dataset: str, gdir: Path, tag: str) -> str:
+    "Markdown tables (+ plots) of a grid's finished cells; returns the markdown, also written to results/<grid>-<dataset>.md."
+    import numpy as np
+    cells = load_cells(gdir)
+    if not cells: return f'(no finished cells in {gdir})\n'
+    info = _info(dataset)
+    g = GRIDS[grid]; order = [v for v in g['variants'] if any(c['variant'] == v for c in cells)]
+    it = sorted({c['iters'] for c in cells}); secs = [c['time_s'] for c in cells]
+    lines = [f"## {grid} on {dataset} ({tag})\n",
+             f"{len(cells)} finished cells; {it} iterations per run; train time per run {min(secs):.0f}-{max(secs):.0f} s "
+             f"(one core each). Numbers: final {'EMA teacher (student where the method has no teacher)'}; mean ± sample std over seeds, in %.\n"]
+    for which, title in (('primary', 'reported model'), ('student', 'student only (same model kind for every method)')):
+        A = aggregate(cells, which)
+        base, ceil = g.get('baseline'), g.get('ceiling')
+        bm = _ms(A[base]['miou'])[0] if base in A else float('nan')
+        cm = _ms(A[ceil]['miou'])[0] if ceil and ceil in A else float('nan')
+        bt = _ms(A[base]['tail'])[0] if base in A else float('nan')
+        ct = _ms(A[ceil]['tail'])[0] if ceil and ceil in A else float('nan')
+        hdr = ['variant', 'seeds', 'mIoU', 'tail mIoU', 'head mIoU', f'Δ mIoU vs {base}', f'paired Δ vs {base} (same seeds)']
+        if ceil: hdr += ['gap recovered (mIoU)', 'gap recovered (tail)']
+        lines += [f"\n### {title}\n", '| ' + ' | '.join(hdr) + ' |', '|' + '---|' * len(hdr)]
+        for v in order:
+            if v not in A: continue
+            a = A[v]; mm = _ms(a['miou']); tm = _ms(a['tail']); hm = _ms(a['head'])
+            row = [v, ','.join(map(str, sorted(a['seeds']))), _fmt(mm[0], mm[1]), _fmt(tm[0], tm[1]), _fmt(hm[0], hm[1]),
+                   f"{mm[0] - bm:+.1f}" if bm == bm else 'n/a', _paired(a, A.get(base))]
+            if ceil:
+                gap = lambda x, b, c: f"{100 * (x - b) / (c - b):.0f}%" if (c == c and b == b and c - b >= MIN_GAP) else 'n/a (no gap)'
+                row += [gap(mm[0], bm, cm) if v not in (base, ceil) else '', gap(tm[0], bt, ct) if v not in (base, ceil) else '']
+            lines.append('| ' + ' | '.join(row) + ' |')
+        if which == 'primary' and ceil and ceil in A and base in A:
+            lines.append(f"\nSupervised-to-full gap: mIoU {cm - bm:+.1f}, tail mIoU {ct - bt:+.1f}. 'Gap recovered' is given only where the ceiling "
+                         f"beats the {base} model by at least {MIN_GAP} point(s); a smaller or negative gap makes it meaningless.")
+    # per class (Table 4 shape), reported model
+    A = aggregate(cells, 'primary')
+    names = list(info.class_names); tail = [names[i] for i in info.tail_classes]; head = [n for n in names if n not in tail]
+    cols = head + tail
+    lines += ["\n### per-class IoU (Table 4 shape; mean over seeds, %; tail classes after the bar)\n",
+              '| variant | mIoU | tail | ' + ' | '.join(head) + ' ‖ ' + ' | '.join(tail) + ' |',
+              '|' + '---|' * (3 + len(cols))]
+    for v in order:
+        if v not in A: continue
+        a = A[v]; pc = [_ms(a['per_class'].get(n, []))[0] for n in cols]
+        f = lambda x: f'{x:.1f}' if x == x else 'n/a'
+        cells_ = [f(x) for x in pc]
+        lines.append(f"| {v} | {f(_ms(a['miou'])[0])} | {f(_ms(a['tail'])[0])} | " + ' | '.join(cells_[:len(head)]) + ' ‖ ' + ' | '.join(cells_[len(head):]) + ' |')
+    if grid == 'table5':
+        lines += ['\n### Table 5 shape\n', '| DR | AES | ACM | ACP | mIoU | tail mIoU |', '|---|---|---|---|---|---|']
+        for v in order:
+            fl = TABLE5_FLAGS[v].split(); a = A[v]; mm = _ms(a['miou']); tm = _ms(a['tail'])
+            lines.append('| ' + ' | '.join('✓' if k in fl else '' for k in ('dr', 'aes', 'acm', 'acp')) + f" | {_fmt(mm[0], mm[1])} | {_fmt(tm[0], tm[1])} |")
+    md = '\n'.join(lines) + '\n'
+    from ael_nb.core import atomic_write_text
+    atomic_write_text(RESULTS / f'{tag}.md', md)
+    _plots(grid, dataset, A, order, info, g, tag)
+    return md
+
+def _info(dataset):
+    from ael_nb.datasets import CAMVID_INFO
+    if dataset == 'camvid': return CAMVID_INFO
+    from ael_nb.synthetic import SYNTHETIC_INFO
+    return SYNTHETIC_INFO
+
+def _plots(grid, dataset, A, order, info, g, tag):
+    import numpy as np, matplotlib
+    matplotlib.use('Agg'); import matplotlib.pyplot as plt
+    names = list(info.class_names); tail = [names[i] for i in info.tail_classes]
+    cols = [n for n in names if n not in tail] + tail
+    vs = [v for v in order if v in A]
+    fig, ax = plt.subplots(figsize=(max(8, 0.7 * len(cols) * max(1, len(vs)) / 3), 4))
+    w = 0.8 / len(vs); x = np.arange(len(cols))
+    for i, v in enumerate(vs):
+        m = [_ms(A[v]['per_class'].get(n, []))[0] for n in cols]
+        s = [_ms(A[v]['per_class'].get(n, []))[1] for n in cols]
+        ax.bar(x + i * w - 0.4 + w / 2, np.nan_to_num(m), w, yerr=np.nan_to_num(s), label=f"{v} ({_ms(A[v]['miou'])[0]:.1f})", capsize=1.5)
+    for j, n in enumerate(cols):
+        if n in tail: ax.axvspan(j - 0.5, j + 0.5, color='tab:red', alpha=0.07, lw=0)
+    ax.set_xticks(x, cols, rotation=45, ha='right'); ax.set_ylabel('IoU (%)')
+    ax.set_title(f'{tag}: per-class IoU, mean ± std over seeds (tail classes shaded)', fontsize=10)
+    ax.legend(fontsize=7, ncol=2); fig.tight_layout(); fig.savefig(RESULTS / f'{tag}_per_class.png', dpi=110); plt.close(fig)
+    base, ceil = g.get('baseline'), g.get('ceiling')
+    if ceil and ceil in A and base in A:
+        bm, cm = _ms(A[base]['miou'])[0], _ms(A[ceil]['miou'])[0]
+        bt, ct = _ms(A[base]['tail'])[0], _ms(A[ceil]['tail'])[0]
+        semi = [v for v in vs if v not in (base, ceil)]
+        if not semi: return
+        fig, ax = plt.subplots(figsize=(6, 3.5)); x = np.arange(len(semi))
+        gm = [(_ms(A[v]['miou'])[0] - bm) / (cm - bm) * 100 if cm - bm >= MIN_GAP else np.nan for v in semi]
+        gt = [(_ms(A[v]['tail'])[0] - bt) / (ct - bt) * 100 if ct - bt >= MIN_GAP else np.nan for v in semi]
+        ax.bar(x - 0.2, gm, 0.4, label=f'mIoU (gap {cm - bm:+.1f})'); ax.bar(x + 0.2, gt, 0.4, label=f'tail mIoU (gap {ct - bt:+.1f})')
+        ax.axhline(0, color='k', lw=0.8); ax.axhline(100, color='k', lw=0.8, ls='--')
+        ax.set_xticks(x, semi); ax.set_ylabel(f'% of the {base}-to-{ceil} gap recovered')
+        ax.set_title(f'{tag}' + ('' if cm - bm >= MIN_GAP else ': no supervised-to-full gap, nothing to recover'), fontsize=9); ax.legend(fontsize=8); fig.tight_layout()
+        fig.savefig(RESULTS / f'{tag}_gap.png', dpi=110); plt.close(fig)
+
+# ---------------------------------------------------------------- command line
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument('grid', nargs='?', choices=sorted(GRIDS))
+    ap.add_argument('--dataset', default='synthetic', choices=sorted(SETTINGS))
+    ap.add_argument('--root', default=None, help='dataset root (camvid: default $AEL_CAMVID_ROOT)')
+    ap.add_argument('--fractions', nargs='+', default=['1/8'])
+    ap.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2])
+    ap.add_argument('--variants', nargs='+', default=None, help='only these variants of the grid')
+    ap.add_argument('--iters', type=int, default=None, help='optimiser steps per run (default: the dataset setting)')
+    ap.add_argument('--jobs', type=int, default=2, help='processes in parallel (one core each)')
+    ap.add_argument('--runs-dir', default='/tmp/ael_bench_runs', help='run directories (checkpoints, logs); not kept in git')
+    ap.add_argument('--stop-by', default=None, help='HH:MM: start no cell after this time, stop running ones (they stay unfinished)')
+    ap.add_argument('--report', action='store_true', help='only write the tables/plots of finished cells')
+    ap.add_argument('--dry-run', action='store_true', help='print the cells and their overrides')
+    ap.add_argument('--run-cell', default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.run_cell: return run_cell(a.run_cell)
+    if not a.grid: ap.error('name a grid')
+    sys.path.insert(0, str(REPO))
+    iters = a.iters or SETTINGS[a.dataset]['iters']
+    gdir = grid_dir(a.grid, a.dataset, iters)
+    if not a.dry_run: gdir.mkdir(parents=True, exist_ok=True)
+    tag = gdir.name
+    logf = RESULTS / f'{tag}.log'
+    def log(msg):
+        line = f"[{dt.datetime.now():%H:%M:%S}] {msg}"; print(line, flush=True)
+        with open(logf, 'a') as f: f.write(line + '\n')
+    if not a.report:
+        cells = plan(a.grid, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants)
+        if a.dry_run:
+            for c in cells: print(c['name'], c['key'], ' '.join(c['overrides']))
+            return
+        stop_by = None
+        if a.stop_by:
+            h, m = map(int, a.stop_by.split(':')); now = dt.datetime.now()
+            stop_by = now.replace(hour=h, minute=m, second=0, microsecond=0)
+            if stop_by < now - dt.timedelta(hours=12): stop_by += dt.timedelta(days=1)
+        log(f"start: {' '.join(sys.argv)}")
+        t0 = time.time()
+        launch(cells, gdir, Path(a.runs_dir), a.jobs, stop_by, log)
+        log(f"grid done in {time.time() - t0:.0f} s wall")
+    print(write_report(a.grid, a.dataset, gdir, tag))
+
+if __name__ == '__main__':
+    main()
