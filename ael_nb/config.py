@@ -35,6 +35,7 @@ class DataConfig:
     batch_size: int = 16                    # labeled images per optimiser step, over all ranks and accumulation steps
     unlabeled_ratio: int = 1                # unlabeled images per labeled image
     num_workers: int = 2                    # DataLoader workers per rank
+    acm_prefetch: bool = True               # load the next step's adaptive-CutMix sources in a background thread (same numbers)
     synthetic_n: int|None = None            # synthetic only: number of training scenes (None: its default)
     synthetic_size: tuple[int, int] = (96, 128)  # synthetic only: scene size (h, w)
     check: bool = True                      # scan every file before training (`dataset.check()`, manifest verify)
@@ -72,6 +73,7 @@ class MethodConfig:
     "The semi-supervised method and every switch of the ablations (Tables 5-10)."
     name: Literal['supervised', 'meanteacher', 'cutmix', 'ael'] = 'ael'
     alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10)
+    alpha_rampup: int = 0                   # steps over which alpha rises from 0 (sigmoid ramp); 0 = full alpha from step 0 (paper)
     ema_decay: float = 0.99                 # teacher EMA: min(1 - 1/(it+1), decay)
     ema_buffers: Literal['ema', 'copy'] = 'ema'  # BN statistics of the teacher: averaged or copied
     pl_threshold: float = 0.0               # pseudo-labels below this teacher confidence are ignored (code: 0 / VOC 0.7)

@@ -7,6 +7,7 @@ DDP, evaluation of teacher and student, checkpoints and exact resume; `train(cfg
 # %% ../nbs/16_train.ipynb #40d1de39
 from __future__ import annotations
 import json, math, os, time, hashlib, warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -36,8 +37,8 @@ from .evaluate import evaluate
 
 # %% auto #0
 __all__ = ['STEPS', 'mix_seed', 'plan_batch', 'PlanSampler', 'Augmented', 'collate', 'to_device', 'RunData', 'make_dataset',
-           'build_data', 'forward_split', 'supervised_loss', 'teacher_probs', 'pseudo_label', 'TrainState',
-           'fetch_unlabeled', 'supervised_step', 'meanteacher_step', 'cutmix_step', 'ael_step', 'lr_factor',
+           'build_data', 'forward_split', 'supervised_loss', 'teacher_probs', 'pseudo_label', 'alpha_ramp',
+           'TrainState', 'AcmSources', 'supervised_step', 'meanteacher_step', 'cutmix_step', 'ael_step', 'lr_factor',
            'resolve_device', 'micro_batch', 'build_state', 'checkpoint', 'save_checkpoint', 'read_checkpoint',
            'load_checkpoint', 'load_model', 'weights_digest', 'RunLog', 'read_metrics', 'evaluate_models',
            'markdown_table', 'plot_conf_bank', 'results_table', 'write_results', 'average_buffers', 'init_distributed',
@@ -166,6 +167,11 @@ def pseudo_label(probs: torch.Tensor, threshold: float = 0.0) -> torch.Tensor:
     conf, y = probs.max(1)
     return torch.where((conf > 0) & (conf >= threshold), y, IGNORE_INDEX)
 
+def alpha_ramp(it: int, alpha: float, rampup: int = 0) -> float:
+    "alpha of Eq. 2 at step `it`: alpha x exp(-5 (1 - it/rampup)^2) during `rampup` steps (Laine & Aila, 2017), then alpha."
+    if it >= rampup: return alpha
+    return alpha * math.exp(-5 * (1 - it / rampup) ** 2)
+
 # %% ../nbs/16_train.ipynb #73cd445f
 @dataclass
 class TrainState:
@@ -179,14 +185,46 @@ class TrainState:
     scaler: object
     bank: ConfidenceBank                # Eq. 3-6
     table: ClassTable|None = None       # ACM: which unlabeled image holds which class
-    unlabeled: Augmented|None = None    # ACM fetches source images from here
+    sources: AcmSources|None = None     # ACM's source images (chosen one step ahead)
     it: int = 0                         # optimiser steps done
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
 
-def fetch_unlabeled(S: TrainState, indices: torch.Tensor, g: torch.Generator, device) -> dict:
-    "Weak views of the unlabeled images `indices` (ACM sources), augmentation seeds drawn from `g`."
-    seeds = torch.randint(0, 2**62, (len(indices),), generator=g, device=g.device).tolist()
-    return to_device(collate([S.unlabeled[(int(i), s)] for i, s in zip(indices.tolist(), seeds)]), device)
+class AcmSources:
+    "Adaptive CutMix's source images: drawn one step ahead (Eq. 7 + class table), loaded in a background thread."
+    def __init__(self, unlabeled: Augmented, table: ClassTable, background: bool = True):
+        self.unlabeled, self.table = unlabeled, table
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix='acm-sources') if background else None
+        self.next, self.future = None, None         # the pending draw and its loading
+
+    def draw(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
+        "n classes c ~ r (Eq. 7), an unlabeled image holding each (class table), an augmentation seed per image."
+        classes = sample_classes(r, n, g)
+        return dict(classes=classes, index=self.table.sample_images(classes, g),
+                    seeds=torch.randint(0, 2**62, (n,), generator=g, device=g.device))
+
+    def load(self, d: dict) -> dict:
+        "Weak views of the drawn images, collated on the CPU."
+        return collate([self.unlabeled[(int(i), int(s))] for i, s in zip(d['index'].tolist(), d['seeds'].tolist())])
+
+    def submit(self, d: dict):
+        self.next = d
+        self.future = self.pool.submit(self.load, d) if self.pool else None
+
+    def wait(self, d: dict, future) -> dict:
+        return future.result() if future is not None else self.load(d)
+
+    def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> tuple[torch.Tensor, dict]:
+        "This step's classes and source batch; the next step's draw (from `r` and the table as they are now) starts loading."
+        if self.next is None: self.submit(self.draw(r, n, g))       # first step of a run
+        d, fut = self.next, self.future
+        self.submit(self.draw(r, n, g))
+        return d['classes'], self.wait(d, fut)
+
+    def state_dict(self) -> dict|None: return None if self.next is None else {k: v.cpu() for k, v in self.next.items()}
+    def load_state_dict(self, d: dict|None, device):
+        if d is not None: self.submit({k: v.to(device) for k, v in d.items()})
+    def close(self):
+        if self.pool: self.pool.shutdown(wait=True, cancel_futures=True)
 
 # %% ../nbs/16_train.ipynb #32b9036d
 def supervised_step(S: TrainState, lb: dict, ub: dict|None, g: torch.Generator):
@@ -204,7 +242,7 @@ def meanteacher_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator):
     L_s = supervised_loss(out_l, lb['label'], S.cfg)
     L_u = ((out_u['out'].float().softmax(1) - p_t) ** 2).sum(1)[ub['valid']].mean()
     S.bank.update(out_l['out'].detach().float().softmax(1), lb['label'])
-    return L_s + S.cfg.method.alpha * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach())
+    return L_s + alpha_ramp(S.it, S.cfg.method.alpha, S.cfg.method.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach())
 
 # %% ../nbs/16_train.ipynb #2bd869d8
 def cutmix_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator):
@@ -217,7 +255,7 @@ def cutmix_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator):
     L_s = supervised_loss(out_l, lb['label'], S.cfg)                  # Eq. 1
     L_u = unsup_loss(out_u['out'].float(), y_hat, per_image=m.unsup_per_image)   # Eq. 2 (unlabeled term)
     S.bank.update(out_l['out'].detach().float().softmax(1), lb['label'])
-    return L_s + m.alpha * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach())
+    return L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach())
 
 # %% ../nbs/16_train.ipynb #c093b5d2
 def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator):
@@ -230,8 +268,8 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator):
     p_t = teacher_probs(S.teacher, ub['image'], ub['valid'])          # teacher on weak views
     if m.acm:                                                         # adaptive CutMix (unlabeled)
         S.table.update(ub['index'], pseudo_label(p_t))
-        classes = sample_classes(sampling_prob(conf, m.temperature, exclude=m.acm_exclude), len(p_t), g)   # c ~ r (Eq. 7)
-        src = fetch_unlabeled(S, S.table.sample_images(classes, g), g, p_t.device)                        # I_1 holds c
+        classes, src = S.sources.take(sampling_prob(conf, m.temperature, exclude=m.acm_exclude), len(p_t), g)  # c ~ r (Eq. 7), I_1 holds c
+        src = to_device(src, p_t.device)
         p_src = teacher_probs(S.teacher, src['image'], src['valid'])
         S.table.update(src['index'], pseudo_label(p_src))             # the teacher has just seen the sources too
         if world_size() > 1: S.table.sync()                           # ranks agree before the next step and a checkpoint
@@ -248,7 +286,7 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator):
     L_u = unsup_loss(out_u['out'].float(), y_hat, w, per_image=m.unsup_per_image)   # Eq. 11
     S.bank.update(out_l['out'].detach().float().softmax(1), y_l)      # Eq. 3-6
     n_valid = (y_hat != IGNORE_INDEX).sum().clamp_min(1)
-    return L_s + m.alpha * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
+    return L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
                                      aes_kept=(keep & (y_hat != IGNORE_INDEX)).sum() / n_valid,
                                      dr_weight=w.sum() / keep.sum().clamp_min(1))
 
@@ -286,11 +324,12 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
     scaler = torch.amp.GradScaler(device.type, enabled=oc.amp == 'fp16')
     bank = ConfidenceBank(data.info.num_classes, me.tau, me.indicator, me.bank_init, me.absent_as_zero, me.bank_reduction,
                           data.info.ignore_index, device=device)
-    table = unl = None
+    table = sources = None
     if me.name == 'ael' and me.acm:
         table = ClassTable(data.info.num_classes, len(data.unlabeled), r_star=me.r_star, device=device)
         unl = Augmented(data.unlabeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=False)
-    return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, unl)
+        sources = AcmSources(unl, table, background=cfg.data.acm_prefetch)
+    return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, sources)
 
 # %% ../nbs/16_train.ipynb #c2c8aae3
 def checkpoint(S: TrainState) -> dict:
@@ -298,7 +337,7 @@ def checkpoint(S: TrainState) -> dict:
     return dict(student=unwrap(S.student).state_dict(), teacher=None if S.teacher is None else S.teacher.state_dict(),
                 optimizer=S.optimizer.state_dict(), scheduler=S.scheduler.state_dict(), scaler=S.scaler.state_dict(),
                 bank=S.bank.state_dict(), table=None if S.table is None else S.table.state_dict(),
-                it=S.it, best=dict(S.best), rng=rng_state(), config=to_dict(S.cfg), num_classes=S.info.num_classes,
+                acm_next=None if S.sources is None else S.sources.state_dict(), it=S.it, best=dict(S.best), rng=rng_state(), config=to_dict(S.cfg), num_classes=S.info.num_classes,
                 info=dict(name=S.info.name, class_names=list(S.info.class_names), palette=[tuple(c) for c in S.info.palette],
                           tail_classes=list(S.info.tail_classes), ignore_index=S.info.ignore_index))
 
@@ -328,6 +367,7 @@ def load_checkpoint(S: TrainState, path) -> TrainState:
     S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler']); S.scaler.load_state_dict(ck['scaler'])
     S.bank.load_state_dict(ck['bank'])
     if S.table is not None and ck['table'] is not None: S.table.load_state_dict(ck['table'])
+    if S.sources is not None: S.sources.load_state_dict(ck.get('acm_next'), S.table.table.device)
     S.it, S.best = ck['it'], dict(ck['best'])
     set_rng_state(ck['rng'])
     return S
@@ -541,6 +581,7 @@ def train(cfg: Config) -> dict:
             te = time.time(); do_eval(); t0 += time.time() - te     # throughput counts training time only
         elif S.it == stop and is_main(): save_checkpoint(S, latest)
     bar.close()
+    if S.sources is not None: S.sources.close()
     if S.it == iters and not summaries: do_eval()                   # resumed from a finished run
     summary = dict(run_dir=str(out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=iters,
                    time_s=time.time() - t_start, manifest=data.manifest_name, manifest_hash=data.manifest_hash,

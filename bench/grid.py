@@ -4,6 +4,7 @@
     python bench/grid.py table2 --dataset camvid --root /tmp/camvid_180x240 --seeds 0 1 2 --jobs 2
     python bench/grid.py table5 --dataset synthetic --seeds 0 1 2 --jobs 2
     python bench/grid.py table2 --dataset synthetic --report     # tables and plots from the finished cells only
+    python bench/grid.py table5 --dataset synthetic96 --device cuda --jobs 12 --results $OUT   # the same cells on a GPU
 
 Every cell is one `ael_nb.train.train(cfg)` run in its own process (OMP_NUM_THREADS=1, torch threads 1), built
 from the `cpu` preset plus dotted overrides: a method or an ablation is a list of `key=value` strings, never a
@@ -11,6 +12,10 @@ code edit. A finished cell is stored as `bench/results/<grid>-<dataset>/<cell>.j
 a rerun skips finished cells, resumes a half-finished one from its `latest.pth` and recomputes a cell whose
 stored configuration differs from the one asked for. A cell with the same configuration finished by another
 grid (e.g. `dr+aes` of table5 = `confidence` of table7) is reused, not recomputed.
+
+`--device cuda` runs the same configurations (model, crops, batch, steps: the CPU budget) on a GPU, many processes
+sharing it; its cells are stored under `<grid>-<dataset>-<iters>it-cuda` and never mixed with CPU cells (GPU kernels are
+not bit-deterministic, so the numbers differ from the CPU's by run-to-run noise).
 
 The number reported for a run is the final EMA teacher's (the model the authors evaluate) where the method has
 one, else the student's (supervised runs have no teacher); the students' numbers are tabulated too."""
@@ -44,6 +49,13 @@ GRIDS = {
                              'margin': _ael('dr', 'aes') + ['method.indicator=margin'],
                              'entropy': _ael('dr', 'aes') + ['method.indicator=entropy']},
                    baseline='none (DR only)', ceiling=None),
+    # not in the paper: a teacher trained from scratch never predicts the tail (RESULTS.md), so let the unlabeled
+    # term in gradually: alpha ramps up from 0 over the first half of training ({half} = iters // 2)
+    'remedies': dict(variants={'supervised': ['method.name=supervised'], 'cutmix': ['method.name=cutmix'], 'ael': ['method.name=ael'],
+                               'cutmix ramp': ['method.name=cutmix', 'method.alpha_rampup={half}'],
+                               'ael ramp': ['method.name=ael', 'method.alpha_rampup={half}'],
+                               'meanteacher ramp': ['method.name=meanteacher', 'method.alpha_rampup={half}'], 'full': FULL},
+                     baseline='supervised', ceiling='full'),
 }
 MIN_GAP = 2.0   # points of mIoU (single-seed differences of 1-2 points are noise here, cpu-regime.md): below this ceiling-minus-baseline gap, 'share of the gap recovered' is not reported
 TABLE5_FLAGS = {'basic': '', '+DR': 'dr', '+AES': 'aes', '+ACM': 'acm', '+ACP': 'acp', 'DR+AES': 'dr aes',
@@ -62,7 +74,7 @@ SETTINGS = {
 }
 COMMON = ['model.backbone=resnet18', 'model.output_stride=16', 'model.aux=false', 'optim.sup_loss=ce',
           'eval.interval=0', 'eval.models=[teacher,student]', 'data.num_workers=0', 'data.check=false',
-          'run.threads=1', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'run.device=cpu']
+          'run.threads=1', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false']
 
 def manifest_for(dataset: str, fraction: str, seed: int) -> list[str]:
     "Shipped manifest `data_manifests/<dataset>/<1-8>_fold<seed>.json` if there is one, else a draw with `run.seed`."
@@ -74,13 +86,14 @@ def cell_name(variant: str, fraction: str, seed: int) -> str:
     safe = variant.replace(' ', '_').replace('(', '').replace(')', '').replace('+', 'p').replace('/', '-')
     return f"{safe}__{fraction.replace('/', '-')}__s{seed}"
 
-def cell_overrides(grid: str, variant: str, dataset: str, fraction: str, seed: int, iters: int, root: str|None) -> list[str]:
+def cell_overrides(grid: str, variant: str, dataset: str, fraction: str, seed: int, iters: int, root: str|None,
+                   device: str = 'cpu') -> list[str]:
     s = SETTINGS[dataset]
-    ov = COMMON + s['overrides'] + [f'optim.iters={iters}', f'run.seed={seed}']
+    ov = COMMON + s['overrides'] + [f'optim.iters={iters}', f'run.seed={seed}', f'run.device={device}']
     if iters >= 600: ov.append(f'eval.interval={iters // 4}')   # long runs: a latest.pth to resume from every quarter
     if root: ov.append(f'data.root={root}')
     ov += manifest_for(s.get('manifests', dataset), fraction, seed)
-    var = GRIDS[grid]['variants'][variant]
+    var = [v.format(half=iters // 2) for v in GRIDS[grid]['variants'][variant]]
     if 'method.name=ael' in var: ov.append(f'method.tau={bank_tau(iters)}')
     return ov + var                                    # the variant's own overrides come last and win
 
@@ -93,7 +106,10 @@ def cell_key(overrides: list[str]) -> str:
     from ael_nb.config import get_config, to_dict
     d = to_dict(get_config('cpu', overrides=overrides))
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
+    d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
+    if d['method'].get('alpha_rampup') == 0: d['method'].pop('alpha_rampup')   # added later; 0 = the earlier behaviour
     if d['data'].get('manifest'): d['data']['manifest'] = Path(d['data']['manifest']).name   # not the checkout path
+    if d['method']['name'] == 'ael' and d['method']['acm']: d['acm_draw'] = 'one step ahead'  # ACM sources drawn a step early since 2026-11-26
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 # ---------------------------------------------------------------- running one cell (in a child process)
@@ -120,14 +136,14 @@ def run_cell(spec_path: str):
     atomic_write_text(spec['result'], json.dumps(rec, indent=1))
 
 # ---------------------------------------------------------------- the grid (parent)
-def plan(grid, dataset, fractions, seeds, iters, root, variants=None):
+def plan(grid, dataset, fractions, seeds, iters, root, variants=None, device='cpu'):
     cells = []
     for seed in seeds:                                  # seed-major: every method's seed 0 before any seed 1
         for frac in fractions:
             for v in GRIDS[grid]['variants']:
                 if variants and v not in variants: continue
                 if v == 'full' and frac != fractions[0]: continue   # one ceiling per seed
-                ov = cell_overrides(grid, v, dataset, frac, seed, iters, root)
+                ov = cell_overrides(grid, v, dataset, frac, seed, iters, root, device)
                 cells.append(dict(grid=grid, dataset=dataset, variant=v, fraction='1' if v == 'full' else frac,
                                   seed=seed, iters=iters, overrides=ov, key=cell_key(ov), name=cell_name(v, frac, seed)))
     # ceiling and lower bound first: they are what every other number is judged against
@@ -142,7 +158,7 @@ def find_existing(cell) -> Path|None:
         if d.get('key') == cell['key'] and 'metrics' in d: return p
     return None
 
-def grid_dir(grid, dataset, iters): return RESULTS / f'{grid}-{dataset}-{iters}it'
+def grid_dir(grid, dataset, iters, device='cpu'): return RESULTS / (f'{grid}-{dataset}-{iters}it' + ('' if device == 'cpu' else f'-{device}'))
 
 def launch(cells, gdir: Path, runs_dir: Path, jobs: int, stop_by: dt.datetime|None, log):
     from ael_nb.core import atomic_write_text
@@ -329,6 +345,8 @@ def main(argv=None):
     ap.add_argument('--variants', nargs='+', default=None, help='only these variants of the grid')
     ap.add_argument('--iters', type=int, default=None, help='optimiser steps per run (default: the dataset setting)')
     ap.add_argument('--jobs', type=int, default=2, help='processes in parallel (one core each)')
+    ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'], help='where each cell trains (cuda: all processes share the GPU)')
+    ap.add_argument('--results', default=None, help='where cells, tables and plots go (default bench/results)')
     ap.add_argument('--runs-dir', default='/tmp/ael_bench_runs', help='run directories (checkpoints, logs); not kept in git')
     ap.add_argument('--stop-by', default=None, help='HH:MM: start no cell after this time, stop running ones (they stay unfinished)')
     ap.add_argument('--report', action='store_true', help='only write the tables/plots of finished cells')
@@ -338,8 +356,10 @@ def main(argv=None):
     if a.run_cell: return run_cell(a.run_cell)
     if not a.grid: ap.error('name a grid')
     sys.path.insert(0, str(REPO))
+    global RESULTS
+    if a.results: RESULTS = Path(a.results).resolve()
     iters = a.iters or SETTINGS[a.dataset]['iters']
-    gdir = grid_dir(a.grid, a.dataset, iters)
+    gdir = grid_dir(a.grid, a.dataset, iters, a.device)
     if not a.dry_run: gdir.mkdir(parents=True, exist_ok=True)
     tag = gdir.name
     logf = RESULTS / f'{tag}.log'
@@ -347,7 +367,7 @@ def main(argv=None):
         line = f"[{dt.datetime.now():%H:%M:%S}] {msg}"; print(line, flush=True)
         with open(logf, 'a') as f: f.write(line + '\n')
     if not a.report:
-        cells = plan(a.grid, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants)
+        cells = plan(a.grid, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants, a.device)
         if a.dry_run:
             for c in cells: print(c['name'], c['key'], ' '.join(c['overrides']))
             return
