@@ -207,8 +207,8 @@ class AcmSources:
         return collate([self.unlabeled[(int(i), int(s))] for i, s in zip(d['index'].tolist(), d['seeds'].tolist())])
 
     def submit(self, d: dict):
-        self.next = d
-        self.future = self.pool.submit(self.load, d) if self.pool else None
+        self.next = d                                            # the thread gets CPU copies: it must not wait on the GPU stream
+        self.future = self.pool.submit(self.load, {k: v.cpu() for k, v in d.items()}) if self.pool else None
 
     def wait(self, d: dict, future) -> dict:
         return future.result() if future is not None else self.load(d)

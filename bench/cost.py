@@ -7,7 +7,9 @@
 (a) `step`: time per training iteration of supervised / cutmix / ael, in one process, same model, same batch,
     measured on the trainer's own step functions (`ael_nb.train.STEPS`) + backward + SGD + EMA; AEL's bookkeeping
     is timed by wrapping the functions `ael_step` calls (bank update, class table, AES, DR, adaptive CutMix with
-    its source fetching and teacher forward, adaptive Copy-Paste), so the code measured is the code trained.
+    its source images and teacher forward, adaptive Copy-Paste), so the code measured is the code trained. AEL is
+    timed twice: with its ACM source images loaded in the background during the step (the default; the timed step
+    ends only when the next step's images are loaded) and with them loaded inside the step (`data.acm_prefetch=false`).
 (b) `components`: each AEL component alone at the paper's scale (batch 16 of 769x769, 19 classes) vs one
     forward+backward of the network on the same input (what fits on the device: see the JSON's `model` entry).
 (c) `memory`: peak memory of training steps per method, each in a fresh subprocess (CPU: ru_maxrss; CUDA:
@@ -38,7 +40,7 @@ def timeit(fn, device, reps=5, warmup=1) -> dict:
 # ------------------------------------------------------------------ training setting shared by (a) and (c)
 SET = []   # extra config overrides for (a) and (c), from --set
 
-def small_config(dataset, root, device, method, batch=None, crop=None):
+def small_config(dataset, root, device, method, batch=None, crop=None, extra=()):
     import grid
     from ael_nb.config import get_config
     ov = grid.COMMON + grid.SETTINGS[dataset]['overrides'] + ['optim.iters=1000', f'method.name={method}', f'run.device={device}',
@@ -46,7 +48,7 @@ def small_config(dataset, root, device, method, batch=None, crop=None):
     if root: ov.append(f'data.root={root}')
     if batch: ov.append(f'data.batch_size={batch}')
     if crop: ov.append(f'data.crop_size=[{crop},{crop}]')
-    return get_config('cpu', overrides=ov + SET)
+    return get_config('cpu', overrides=ov + SET + list(extra))
 
 def fixed_batches(cfg, data, device):
     "One labeled and one unlabeled batch, built exactly as the trainer's loaders build them (micro-step 0)."
@@ -94,34 +96,39 @@ def part_step(args, device) -> dict:
         n = per_step.get('sp', 0); per_step['sp'] = n + 1
         return 'ACP: sampling prob + paste' if n % 2 == 0 else 'ACM: sample classes + source images'
     orig = {k: getattr(T, k) for k in ('adaptive_copy_paste', 'sampling_prob', 'teacher_probs', 'sample_classes',
-                                        'fetch_unlabeled', 'adaptive_cutmix', 'aes_rates', 'aes_mask', 'dr_weights')}
+                                        'adaptive_cutmix', 'aes_rates', 'aes_mask', 'dr_weights')}
     T.adaptive_copy_paste = timers.wrap(orig['adaptive_copy_paste'], 'ACP: sampling prob + paste')
     T.sampling_prob = timers.wrap(orig['sampling_prob'], sp_bucket)
     T.sample_classes = timers.wrap(orig['sample_classes'], 'ACM: sample classes + source images')
-    T.fetch_unlabeled = timers.wrap(orig['fetch_unlabeled'], 'ACM: fetch + augment sources (in the step)')
     T.adaptive_cutmix = timers.wrap(orig['adaptive_cutmix'], 'ACM: class regions + paste')
     T.aes_rates = timers.wrap(orig['aes_rates'], 'AES (Eq. 8-9)'); T.aes_mask = timers.wrap(orig['aes_mask'], 'AES (Eq. 8-9)')
     T.dr_weights = timers.wrap(orig['dr_weights'], 'DR (Eq. 10)')
     try:
         states, comps, times = {}, {}, {}
-        for method in ('supervised', 'cutmix', 'ael'):
-            cfg = small_config(args.dataset, args.root, device, method, args.batch, args.crop)
+        variants = {'supervised': [], 'cutmix': [], 'ael': [], 'ael, sources loaded in the step': ['data.acm_prefetch=false']}
+        for name, extra in variants.items():
+            cfg = small_config(args.dataset, args.root, device, name.split(',')[0], args.batch, args.crop, extra)
             torch.manual_seed(0)
             S = T.build_state(cfg, data, torch.device(device))    # same initialisation for every method
             if S.table is not None:
                 S.table.update = timers.wrap(S.table.update, 'class table update')
                 S.table.sample_images = timers.wrap(S.table.sample_images, 'ACM: sample classes + source images')
+            if S.sources is not None:
+                S.sources.wait = timers.wrap(S.sources.wait, 'ACM: waiting for the source images' if cfg.data.acm_prefetch
+                                             else 'ACM: load + augment the source images (in the step)')
             S.bank.update = timers.wrap(S.bank.update, 'bank update (Eq. 3-6)')
-            states[method], comps[method], times[method] = S, {}, []
-        def one(method):
-            S, cfg = states[method], states[method].cfg
+            states[name], comps[name], times[name] = S, {}, []
+        def one(name):
+            S, cfg = states[name], states[name].cfg
+            method = cfg.method.name
             T.teacher_probs = timers.wrap(orig['teacher_probs'], teacher_bucket if method == 'ael' else 'teacher fwd, weak views')
-            timers.t = comps[method]; per_step.clear()
+            timers.t = comps[name]; per_step.clear()
             g = T.make_generator(S.it, torch.device(device))
             S.student.train(); S.optimizer.zero_grad(set_to_none=True)
             loss, _ = T.STEPS[method](S, lb, ub if method != 'supervised' else None, g)
             loss.backward(); S.optimizer.step()
             if S.teacher is not None: ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
+            if S.sources is not None and S.sources.future is not None: S.sources.future.result()   # next images loaded within this step
             S.it += 1
         for method in states:                                         # warm-up
             for _ in range(2): one(method)
@@ -134,12 +141,15 @@ def part_step(args, device) -> dict:
         for method, ts in times.items():
             res['methods'][method] = dict(step_s=statistics.median(ts), step_min_s=min(ts), step_mean_s=statistics.mean(ts),
                                           components_s={k: v / args.reps for k, v in sorted(comps[method].items())})
+        for S in states.values():
+            if S.sources is not None: S.sources.close()
         del states; gc.collect()
     finally:
         for k, v in orig.items(): setattr(T, k, v)
     m = res['methods']; ael = m['ael']
     book = {k: v for k, v in ael['components_s'].items() if not k.startswith('teacher fwd, weak')}
     res['ratios'] = dict(ael_over_supervised=ael['step_s'] / m['supervised']['step_s'], ael_over_cutmix=ael['step_s'] / m['cutmix']['step_s'],
+                         ael_in_step_loading_over_cutmix=m['ael, sources loaded in the step']['step_s'] / m['cutmix']['step_s'],
                          cutmix_over_supervised=m['cutmix']['step_s'] / m['supervised']['step_s'],
                          ael_bookkeeping_share={k: v / ael['step_mean_s'] for k, v in book.items()},
                          ael_bookkeeping_total_share=sum(book.values()) / ael['step_mean_s'])
@@ -273,12 +283,18 @@ def markdown(r: dict) -> str:
               '| method | step (s) | × supervised |', '|---|---|---|']
         sup = s['methods']['supervised']['step_s']
         for k, v in s['methods'].items(): L.append(f"| {k} | {v['step_s']:.3f} | {v['step_s'] / sup:.2f} |")
-        L += ['', f"AEL / CutMix: {s['ratios']['ael_over_cutmix']:.2f}; CutMix / supervised: {s['ratios']['cutmix_over_supervised']:.2f}.\n",
+        L += ['', f"AEL / CutMix: {s['ratios']['ael_over_cutmix']:.2f} (sources loaded in the step: {s['ratios'].get('ael_in_step_loading_over_cutmix', float('nan')):.2f}); "
+              f"CutMix / supervised: {s['ratios']['cutmix_over_supervised']:.2f}.\n",
               'AEL step, per component (mean s per step, share of the whole AEL step):\n', '| component | s / step | share |', '|---|---|---|']
         mean = s['methods']['ael']['step_mean_s']
         for k, v in s['methods']['ael']['components_s'].items(): L.append(f"| {k} | {v:.4f} | {100 * v / mean:.1f}% |")
         L.append(f"| **AEL bookkeeping total** (all rows but the weak-view teacher forward, which the basic framework also pays) | | "
                  f"**{100 * s['ratios']['ael_bookkeeping_total_share']:.1f}%** |\n")
+        ins = s['methods'].get('ael, sources loaded in the step')
+        if ins:
+            k = 'ACM: load + augment the source images (in the step)'
+            L.append(f"With the source images loaded inside the step instead (`data.acm_prefetch=false`) the AEL step takes {ins['step_s']:.3f} s, "
+                     f"of which loading them is {ins['components_s'].get(k, float('nan')):.4f} s ({100 * ins['components_s'].get(k, float('nan')) / ins['step_mean_s']:.1f}%).\n")
     if 'components' in r:
         c = r['components']; st = c['setting']
         L += [f"## (b) each component alone at paper scale\n",

@@ -4,6 +4,7 @@
     python bench/grid.py table2 --dataset camvid --root /tmp/camvid_180x240 --seeds 0 1 2 --jobs 2
     python bench/grid.py table5 --dataset synthetic --seeds 0 1 2 --jobs 2
     python bench/grid.py table2 --dataset synthetic --report     # tables and plots from the finished cells only
+    python bench/grid.py table5 table7 remedies --dataset synthetic96 --jobs 2           # several grids, one pool
     python bench/grid.py table5 --dataset synthetic96 --device cuda --jobs 12 --results $OUT   # the same cells on a GPU
 
 Every cell is one `ael_nb.train.train(cfg)` run in its own process (OMP_NUM_THREADS=1, torch threads 1), built
@@ -11,7 +12,8 @@ from the `cpu` preset plus dotted overrides: a method or an ablation is a list o
 code edit. A finished cell is stored as `bench/results/<grid>-<dataset>/<cell>.json` (written atomically);
 a rerun skips finished cells, resumes a half-finished one from its `latest.pth` and recomputes a cell whose
 stored configuration differs from the one asked for. A cell with the same configuration finished by another
-grid (e.g. `dr+aes` of table5 = `confidence` of table7) is reused, not recomputed.
+grid (e.g. `dr+aes` of table5 = `confidence` of table7) is reused, not recomputed; grids named together share one
+pool of processes, cells ordered seed by seed, and a cell they share runs once.
 
 `--device cuda` runs the same configurations (model, crops, batch, steps: the CPU budget) on a GPU, many processes
 sharing it; its cells are stored under `<grid>-<dataset>-<iters>it-cuda` and never mixed with CPU cells (GPU kernels are
@@ -137,6 +139,8 @@ def run_cell(spec_path: str):
 
 # ---------------------------------------------------------------- the grid (parent)
 def plan(grid, dataset, fractions, seeds, iters, root, variants=None, device='cpu'):
+    "The cells of one grid, each with the directory its result goes to, seed by seed, baseline and ceiling first."
+    gdir = str(grid_dir(grid, dataset, iters, device))
     cells = []
     for seed in seeds:                                  # seed-major: every method's seed 0 before any seed 1
         for frac in fractions:
@@ -144,7 +148,7 @@ def plan(grid, dataset, fractions, seeds, iters, root, variants=None, device='cp
                 if variants and v not in variants: continue
                 if v == 'full' and frac != fractions[0]: continue   # one ceiling per seed
                 ov = cell_overrides(grid, v, dataset, frac, seed, iters, root, device)
-                cells.append(dict(grid=grid, dataset=dataset, variant=v, fraction='1' if v == 'full' else frac,
+                cells.append(dict(grid=grid, gdir=gdir, dataset=dataset, variant=v, fraction='1' if v == 'full' else frac,
                                   seed=seed, iters=iters, overrides=ov, key=cell_key(ov), name=cell_name(v, frac, seed)))
     # ceiling and lower bound first: they are what every other number is judged against
     first = {GRIDS[grid]['ceiling'], GRIDS[grid]['baseline']}
@@ -160,25 +164,32 @@ def find_existing(cell) -> Path|None:
 
 def grid_dir(grid, dataset, iters, device='cpu'): return RESULTS / (f'{grid}-{dataset}-{iters}it' + ('' if device == 'cpu' else f'-{device}'))
 
-def launch(cells, gdir: Path, runs_dir: Path, jobs: int, stop_by: dt.datetime|None, log):
+def reuse(c, log) -> bool:
+    "Fill cell `c` from a finished cell of the same configuration (any grid); False if there is none."
     from ael_nb.core import atomic_write_text
-    todo = []
+    other = find_existing(c)
+    if other is None: return False
+    d = json.loads(other.read_text()); d.update(grid=c['grid'], variant=c['variant'], name=c['name'], reused_from=str(other.relative_to(RESULTS)))
+    atomic_write_text(Path(c['gdir']) / f"{c['name']}.json", json.dumps(d, indent=1)); log(f"{c['name']}: reused {other.relative_to(RESULTS)}")
+    return True
+
+def launch(cells, runs_dir: Path, jobs: int, stop_by: dt.datetime|None, log):
+    todo, later, keys = [], [], set()
     for c in cells:
-        res = gdir / f"{c['name']}.json"
+        res = Path(c['gdir']) / f"{c['name']}.json"
         if res.exists():
             d = json.loads(res.read_text())
             if d.get('key') == c['key']: continue
             log(f"{res.name}: stored configuration differs ({d.get('key')} != {c['key']}): moved to .stale, recomputing")
             res.rename(res.with_suffix('.json.stale'))
-        other = find_existing(c)
-        if other is not None:
-            d = json.loads(other.read_text()); d.update(grid=c['grid'], variant=c['variant'], name=c['name'], reused_from=str(other.relative_to(RESULTS)))
-            atomic_write_text(res, json.dumps(d, indent=1)); log(f"{c['name']}: reused {other.relative_to(RESULTS)}"); continue
-        todo.append(c)
-    log(f"{len(cells) - len(todo)} of {len(cells)} cells finished, {len(todo)} to run with {jobs} processes")
+        if reuse(c, log): continue
+        if c['key'] in keys: later.append(c); continue      # another grid's cell: copied once it has run
+        keys.add(c['key']); todo.append(c)
+    log(f"{len(cells) - len(todo) - len(later)} of {len(cells)} cells finished, {len(todo)} to run with {jobs} processes")
 
     def one(c):
         if stop_by and dt.datetime.now() >= stop_by: return c, 'skipped (stop-by time reached)', 0.0
+        gdir = Path(c['gdir'])
         run_dir = runs_dir / gdir.name / c['name']; run_dir.mkdir(parents=True, exist_ok=True)
         spec = dict(c, run_dir=str(run_dir), result=str(gdir / f"{c['name']}.json"))
         sp = run_dir / 'spec.json'; sp.write_text(json.dumps(spec, indent=1))
@@ -200,9 +211,10 @@ def launch(cells, gdir: Path, runs_dir: Path, jobs: int, stop_by: dt.datetime|No
             c, status, t = fut.result()
             msg = ''
             if status == 'ok':
-                d = json.loads((gdir / f"{c['name']}.json").read_text()); m = d['metrics'][d['primary']]
+                d = json.loads((Path(c['gdir']) / f"{c['name']}.json").read_text()); m = d['metrics'][d['primary']]
                 msg = f" mIoU {100 * m['miou']:.1f} tail {100 * m['tail_miou']:.1f}"
-            log(f"{c['name']}: {status} in {t:.0f} s{msg}")
+            log(f"{Path(c['gdir']).name}/{c['name']}: {status} in {t:.0f} s{msg}")
+    for c in later: reuse(c, log)
 
 # ---------------------------------------------------------------- tables
 def load_cells(gdir: Path) -> list[dict]:
@@ -337,7 +349,7 @@ def _plots(grid, dataset, A, order, info, g, tag):
 # ---------------------------------------------------------------- command line
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument('grid', nargs='?', choices=sorted(GRIDS))
+    ap.add_argument('grids', nargs='*', metavar='grid', help=f"one or more of {', '.join(GRIDS)}")
     ap.add_argument('--dataset', default='synthetic', choices=sorted(SETTINGS))
     ap.add_argument('--root', default=None, help='dataset root (camvid: default $AEL_CAMVID_ROOT)')
     ap.add_argument('--fractions', nargs='+', default=['1/8'])
@@ -354,20 +366,22 @@ def main(argv=None):
     ap.add_argument('--run-cell', default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.run_cell: return run_cell(a.run_cell)
-    if not a.grid: ap.error('name a grid')
+    if not a.grids: ap.error('name a grid')
+    if set(a.grids) - set(GRIDS): ap.error(f"unknown grid(s) {sorted(set(a.grids) - set(GRIDS))}; choose from {', '.join(GRIDS)}")
     sys.path.insert(0, str(REPO))
     global RESULTS
     if a.results: RESULTS = Path(a.results).resolve()
     iters = a.iters or SETTINGS[a.dataset]['iters']
-    gdir = grid_dir(a.grid, a.dataset, iters, a.device)
-    if not a.dry_run: gdir.mkdir(parents=True, exist_ok=True)
-    tag = gdir.name
-    logf = RESULTS / f'{tag}.log'
+    gdirs = {g: grid_dir(g, a.dataset, iters, a.device) for g in a.grids}
+    if not a.dry_run:
+        for d in gdirs.values(): d.mkdir(parents=True, exist_ok=True)
+    logf = RESULTS / ('+'.join(d.name for d in gdirs.values()) + '.log')
     def log(msg):
         line = f"[{dt.datetime.now():%H:%M:%S}] {msg}"; print(line, flush=True)
         with open(logf, 'a') as f: f.write(line + '\n')
     if not a.report:
-        cells = plan(a.grid, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants, a.device)
+        cells = sorted((c for g in a.grids for c in plan(g, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants, a.device)),
+                       key=lambda c: c['seed'])                # stable: within a seed, each grid's own order
         if a.dry_run:
             for c in cells: print(c['name'], c['key'], ' '.join(c['overrides']))
             return
@@ -378,9 +392,9 @@ def main(argv=None):
             if stop_by < now - dt.timedelta(hours=12): stop_by += dt.timedelta(days=1)
         log(f"start: {' '.join(sys.argv)}")
         t0 = time.time()
-        launch(cells, gdir, Path(a.runs_dir), a.jobs, stop_by, log)
+        launch(cells, Path(a.runs_dir), a.jobs, stop_by, log)
         log(f"grid done in {time.time() - t0:.0f} s wall")
-    print(write_report(a.grid, a.dataset, gdir, tag))
+    for g, d in gdirs.items(): print(write_report(g, a.dataset, d, d.name))
 
 if __name__ == '__main__':
     main()
