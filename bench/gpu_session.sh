@@ -4,13 +4,14 @@
 #   2. the CPU-budget grids (Tables 5 and 7, the remedies, Table 2 as a same-device reference) on that GPU,
 #      JOBS processes sharing it, until MINUTES have passed (unfinished cells are left out, never half-reported).
 # Usage: bash bench/gpu_session.sh OUT [MINUTES] [CAMVID_ROOT]   (results land in OUT/; nothing else is written)
+# Back here: tar xzf OUT/results.tgz -C bench/ (cells, tables) or python bench/grid.py ... --device cuda --recover RUNS --report
 # Needs the package importable (pip install -e . or PYTHONPATH) and, for step 1, a CamVid copy made by
 # bench/prepare_camvid.py (default bench/_work/camvid_180x240).
 set -u
 OUT=$(realpath -m "${1:?usage: gpu_session.sh OUT [MINUTES] [CAMVID_ROOT]}"); MIN=${2:-6}
 CAMVID=${3:-bench/_work/camvid_180x240}; JOBS=${JOBS:-14}
 mkdir -p "$OUT"
-STOP=$(date -d "+$MIN min" +%H:%M)
+STOP=$(date -d "+$MIN min" +%H:%M:%S)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
 python -c "import torch; print(torch.__version__, torch.cuda.get_device_name())" >> "$OUT/gpu.txt" 2>&1
 
@@ -23,3 +24,7 @@ cp bench/results/cost_cuda_prefetch.* "$OUT/" 2>/dev/null
 python bench/grid.py table5 table7 remedies table2 --dataset synthetic96 --device cuda --seeds 0 1 2 --jobs "$JOBS" \
     --stop-by "$STOP" --results "$OUT/results" --runs-dir /tmp/ael_gpu_runs > "$OUT/grid.log" 2>&1
 tail -3 "$OUT/grid.log"
+# the device tool returns flat folders only: pack the cells, and the run directories (without checkpoints) from which
+# `grid.py --recover` rebuilds a cell whose run finished just as the stop-by time killed it
+tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"
+tar czf "$OUT/runs.tgz" --exclude='*.pth' --exclude='events.*' -C /tmp ael_gpu_runs

@@ -129,13 +129,34 @@ def run_cell(spec_path: str):
     cfg = get_config('cpu', overrides=ov)
     t0 = time.time()
     s = train(cfg)
-    primary = 'teacher' if 'teacher' in s['last'] else 'student'
-    rec = dict(spec, primary=primary, metrics=s['last'], best=s['best'], time_s=s['time_s'], wall_s=time.time() - t0,
-               it=s['it'], manifest=s['manifest'], manifest_hash=s['manifest_hash'], conf=s['conf'],
-               config=to_dict(cfg), finished=dt.datetime.now().isoformat(timespec='seconds'),
-               host=dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads()),
-               code={p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in sorted((REPO / 'ael_nb').glob('*.py'))})
-    atomic_write_text(spec['result'], json.dumps(rec, indent=1))
+    host = dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads())
+    atomic_write_text(spec['result'], json.dumps(cell_record(spec, s, to_dict(cfg), time.time() - t0, host), indent=1))
+
+def cell_record(spec: dict, s: dict, config: dict, wall_s: float|None, host: dict, finished: str|None = None) -> dict:
+    "The stored JSON of a finished cell: its spec, the run's summary (`train`'s return value), configuration and provenance."
+    return dict(spec, primary='teacher' if 'teacher' in s['last'] else 'student', metrics=s['last'], best=s['best'],
+                time_s=s['time_s'], wall_s=wall_s, it=s['it'], manifest=s['manifest'], manifest_hash=s['manifest_hash'],
+                conf=s['conf'], config=config, finished=finished or dt.datetime.now().isoformat(timespec='seconds'), host=host,
+                code={p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in sorted((REPO / 'ael_nb').glob('*.py'))})
+
+def recover(runs_dir: Path, log) -> int:
+    "Rebuild missing cell JSONs from finished run directories (`summary.json` at the last step), e.g. a GPU machine's."
+    import yaml
+    from ael_nb.core import atomic_write_text
+    n = 0
+    for sp in sorted(runs_dir.glob('*/*/spec.json')):
+        spec, sm = json.loads(sp.read_text()), sp.parent / 'summary.json'
+        res = RESULTS / Path(spec['gdir']).name / f"{spec['name']}.json"
+        if res.exists() or not sm.exists(): continue
+        s = json.loads(sm.read_text())
+        if s['it'] != s['iters']: continue
+        spec.update(gdir=str(res.parent), run_dir=str(sp.parent), result=str(res))
+        config = yaml.safe_load((sp.parent / 'config.yaml').read_text())
+        finished = dt.datetime.fromtimestamp(sm.stat().st_mtime).isoformat(timespec='seconds')
+        res.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(res, json.dumps(cell_record(spec, s, config, None, dict(recovered_from=str(sp.parent)), finished), indent=1))
+        log(f"{res.parent.name}/{res.name}: recovered from {sp.parent}"); n += 1
+    return n
 
 # ---------------------------------------------------------------- the grid (parent)
 def plan(grid, dataset, fractions, seeds, iters, root, variants=None, device='cpu'):
@@ -360,8 +381,9 @@ def main(argv=None):
     ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'], help='where each cell trains (cuda: all processes share the GPU)')
     ap.add_argument('--results', default=None, help='where cells, tables and plots go (default bench/results)')
     ap.add_argument('--runs-dir', default='/tmp/ael_bench_runs', help='run directories (checkpoints, logs); not kept in git')
-    ap.add_argument('--stop-by', default=None, help='HH:MM: start no cell after this time, stop running ones (they stay unfinished)')
+    ap.add_argument('--stop-by', default=None, help='HH:MM[:SS]: start no cell after this time, stop running ones a minute later (they stay unfinished)')
     ap.add_argument('--report', action='store_true', help='only write the tables/plots of finished cells')
+    ap.add_argument('--recover', default=None, metavar='RUNS_DIR', help='first rebuild missing cells from the finished runs under RUNS_DIR')
     ap.add_argument('--dry-run', action='store_true', help='print the cells and their overrides')
     ap.add_argument('--run-cell', default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -375,20 +397,25 @@ def main(argv=None):
     gdirs = {g: grid_dir(g, a.dataset, iters, a.device) for g in a.grids}
     if not a.dry_run:
         for d in gdirs.values(): d.mkdir(parents=True, exist_ok=True)
-    logf = RESULTS / ('+'.join(d.name for d in gdirs.values()) + '.log')
+    name = (a.grids[0] if len(a.grids) == 1 else 'grids') + f'-{a.dataset}-{iters}it' + ('' if a.device == 'cpu' else f'-{a.device}')
+    logf = RESULTS / f'{name}.log'
     def log(msg):
         line = f"[{dt.datetime.now():%H:%M:%S}] {msg}"; print(line, flush=True)
         with open(logf, 'a') as f: f.write(line + '\n')
-    if not a.report:
-        cells = sorted((c for g in a.grids for c in plan(g, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants, a.device)),
-                       key=lambda c: c['seed'])                # stable: within a seed, each grid's own order
-        if a.dry_run:
-            for c in cells: print(c['name'], c['key'], ' '.join(c['overrides']))
-            return
+    cells = sorted((c for g in a.grids for c in plan(g, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants, a.device)),
+                   key=lambda c: c['seed'])                    # stable: within a seed, each grid's own order
+    if a.dry_run:
+        for c in cells: print(c['name'], c['key'], ' '.join(c['overrides']))
+        return
+    if a.recover: recover(Path(a.recover), log)
+    if a.report:                                               # no training: only fill cells that another grid has
+        for c in cells:
+            if not (Path(c['gdir']) / f"{c['name']}.json").exists(): reuse(c, log)
+    else:
         stop_by = None
         if a.stop_by:
-            h, m = map(int, a.stop_by.split(':')); now = dt.datetime.now()
-            stop_by = now.replace(hour=h, minute=m, second=0, microsecond=0)
+            h, m, sec = (list(map(int, a.stop_by.split(':'))) + [0])[:3]; now = dt.datetime.now()
+            stop_by = now.replace(hour=h, minute=m, second=sec, microsecond=0)
             if stop_by < now - dt.timedelta(hours=12): stop_by += dt.timedelta(days=1)
         log(f"start: {' '.join(sys.argv)}")
         t0 = time.time()
