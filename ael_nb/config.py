@@ -258,6 +258,7 @@ def cpu() -> Config:
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
     c.optim.lr, c.optim.weight_decay, c.optim.iters, c.optim.sup_loss = 0.01, 1e-4, 400, 'ce'
     c.method.tau = 0.99                     # 400 steps: with 0.999 the bank would barely leave its start value
+    c.method.alpha_rampup = 200             # from scratch the teacher must learn rare classes before its pseudo-labels count (bench/RESULTS.md)
     c.eval.protocol, c.eval.interval, c.eval.num_workers = 'whole', 200, 0
     c.run.out, c.run.log_interval = 'runs/cpu', 10
     return c

@@ -76,7 +76,8 @@ SETTINGS = {
 }
 COMMON = ['model.backbone=resnet18', 'model.output_stride=16', 'model.aux=false', 'optim.sup_loss=ce',
           'eval.interval=0', 'eval.models=[teacher,student]', 'data.num_workers=0', 'data.check=false',
-          'run.threads=1', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false']
+          'run.threads=1', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false',
+          'method.alpha_rampup=0']   # the paper's alpha from step 0 unless a variant says otherwise (the cpu preset ramps)
 
 def manifest_for(dataset: str, fraction: str, seed: int) -> list[str]:
     "Shipped manifest `data_manifests/<dataset>/<1-8>_fold<seed>.json` if there is one, else a draw with `run.seed`."
