@@ -13,7 +13,7 @@ from .core import DataError, is_main
 from .config import PRESETS, get_config, valid_keys, to_dict
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
-from .evaluate import PROTOCOLS, evaluate, predict, eval_sample
+from .evaluate import PROTOCOLS, evaluate, predict
 from .train import train, load_model, make_dataset, markdown_table, results_table, resolve_device
 
 # %% auto #0
@@ -117,14 +117,9 @@ def ael_eval(argv=None):
         e = cfg.eval
         proto, window, stride, crop = a.protocol or e.protocol, tuple(a.window or e.window), tuple(a.stride or e.stride), tuple(a.crop or e.crop)
         t0 = time.time()
-        cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True)
-        if a.save_dir:
-            n = len(ds) if a.max_images is None else min(a.max_images, len(ds))
-            with torch.no_grad():
-                for i in range(n):
-                    x, _ = eval_sample(ds[i], proto, crop)
-                    pred = predict(model, x.to(device), proto, window, stride).argmax(1)[0]
-                    save_prediction(pred, ds.info.palette, Path(a.save_dir) / f"{ds.ids[i].replace('/', '_')}.png")
+        save = None if not a.save_dir else (   # the maps come from the same predictions as the metric
+            lambda i, pred: save_prediction(pred, ds.info.palette, Path(a.save_dir) / f"{ds.ids[i].replace('/', '_')}.png"))
+        cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True, on_prediction=save)
     except (DataError, ValueError) as err: return _fail('ael-eval', err)
     s = cm.summary(ds.info)
     print(f"{a.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation on {ds.info.name} {a.split or cfg.data.val_split} "

@@ -101,6 +101,7 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
              num_workers: int = 0,      # DataLoader workers
              amp: str = 'none',         # autocast dtype
              progress: bool = False,    # tqdm bar
+             on_prediction=None,        # called as on_prediction(dataset_index, predicted labels [H,W]) for every image
             ) -> ConfusionMatrix:
     "Confusion matrix of `model` on `dataset`, each rank predicting a shard, summed over ranks."
     if protocol not in PROTOCOLS: raise ValueError(f"unknown protocol {protocol!r}; choose one of {PROTOCOLS}")
@@ -113,9 +114,11 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
     if progress:
         from tqdm.auto import tqdm
         dl = tqdm(dl, desc=f'eval ({protocol})', leave=False)
-    for sample in dl:
+    for i, sample in zip(shard.indices, dl):
         x, y = eval_sample(sample, protocol, crop)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        cm.update(predict(net, x, protocol, window, stride, amp).argmax(1), y)
+        pred = predict(net, x, protocol, window, stride, amp).argmax(1)
+        cm.update(pred, y)
+        if on_prediction is not None: on_prediction(i, pred[0])
     net.train(was_training)
     return cm.all_reduce()
