@@ -59,6 +59,13 @@ GRIDS = {
                                'meanteacher ramp': ['method.name=meanteacher', 'method.alpha_rampup={half}'], 'full': FULL},
                      baseline='supervised', ceiling='full'),
 }
+# Tables 6, 8, 9, 10: the hyper-parameter rows of `ael_nb.config.ABLATIONS`, each on the AEL step; baseline = the paper's value
+def _ablation_grid(prefix: str, baseline: str) -> dict:
+    from ael_nb.config import ABLATIONS
+    return dict(variants={k: ['method.name=ael'] + v for k, v in ABLATIONS.items() if k.startswith(prefix)}, baseline=baseline, ceiling=None)
+GRIDS.update(table6=_ablation_grid('gamma=', 'gamma=2'), table8=_ablation_grid('r_star=', 'r_star=0.005'),
+             table9=_ablation_grid('k=', 'k=3'), table10=_ablation_grid('alpha=', 'alpha=1.0'))
+
 MIN_GAP = 2.0   # points of mIoU (single-seed differences of 1-2 points are noise here, cpu-regime.md): below this ceiling-minus-baseline gap, 'share of the gap recovered' is not reported
 TABLE5_FLAGS = {'basic': '', '+DR': 'dr', '+AES': 'aes', '+ACM': 'acm', '+ACP': 'acp', 'DR+AES': 'dr aes',
                 'DR+AES+ACM': 'dr aes acm', 'all': 'dr aes acm acp'}
