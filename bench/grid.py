@@ -22,6 +22,7 @@ not bit-deterministic, so the numbers differ from the CPU's by run-to-run noise)
 The number reported for a run is the final EMA teacher's (the model the authors evaluate) where the method has
 one, else the student's (supervised runs have no teacher); the students' numbers are tabulated too."""
 from __future__ import annotations
+from fractions import Fraction
 import argparse, datetime as dt, hashlib, json, math, os, shutil, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -281,14 +282,24 @@ def aggregate(cells: list[dict], which: str = 'primary') -> dict:
     return out
 
 def write_report(grid: str, dataset: str, gdir: Path, tag: str) -> str:
-    "Markdown tables (+ plots) of a grid's finished cells; returns the markdown, also written to results/<grid>-<dataset>.md."
-    import numpy as np
+    "Markdown tables (+ plots) of a grid's finished cells, one section per label fraction; also written to results/<tag>.md."
+    from ael_nb.core import atomic_write_text
     cells = load_cells(gdir)
     if not cells: return f'(no finished cells in {gdir})\n'
+    ceil = GRIDS[grid].get('ceiling')
+    fracs = sorted({c['fraction'] for c in cells if c['variant'] != ceil}, key=lambda f: -Fraction(f))
+    if len(fracs) <= 1: md = _report(grid, dataset, cells, tag)
+    else:                                              # each fraction against its own baseline; the ceiling in every one
+        md = ''.join(_report(grid, dataset, [c for c in cells if c['fraction'] == f or c['variant'] == ceil],
+                             f"{tag}_{f.replace('/', '-')}", f', {f} of the labels') for f in fracs)
+    atomic_write_text(RESULTS / f'{tag}.md', md)
+    return md
+
+def _report(grid: str, dataset: str, cells: list[dict], tag: str, title: str = '') -> str:
     info = _info(dataset)
     g = GRIDS[grid]; order = [v for v in g['variants'] if any(c['variant'] == v for c in cells)]
     it = sorted({c['iters'] for c in cells}); secs = [c['time_s'] for c in cells]
-    lines = [f"## {grid} on {dataset} ({tag})\n",
+    lines = [f"## {grid} on {dataset}{title} ({tag})\n",
              f"{len(cells)} finished cells; {it} iterations per run; train time per run {min(secs):.0f}-{max(secs):.0f} s "
              f"(one core each). Numbers: final {'EMA teacher (student where the method has no teacher)'}; mean ± sample std over seeds, in %.\n"]
     for which, title in (('primary', 'reported model'), ('student', 'student only (same model kind for every method)')):
@@ -331,11 +342,8 @@ def write_report(grid: str, dataset: str, gdir: Path, tag: str) -> str:
         for v in order:
             fl = TABLE5_FLAGS[v].split(); a = A[v]; mm = _ms(a['miou']); tm = _ms(a['tail'])
             lines.append('| ' + ' | '.join('✓' if k in fl else '' for k in ('dr', 'aes', 'acm', 'acp')) + f" | {_fmt(mm[0], mm[1])} | {_fmt(tm[0], tm[1])} |")
-    md = '\n'.join(lines) + '\n'
-    from ael_nb.core import atomic_write_text
-    atomic_write_text(RESULTS / f'{tag}.md', md)
     _plots(grid, dataset, A, order, info, g, tag)
-    return md
+    return '\n'.join(lines) + '\n'
 
 def _info(dataset):
     from ael_nb.datasets import CAMVID_INFO

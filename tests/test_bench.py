@@ -1,6 +1,6 @@
 """The benchmark harness (`bench/grid.py`), on runs of two optimiser steps: grids named together share one pool and a
 cell they have in common runs once, a rerun skips finished cells, a lost cell is rebuilt from its run directory, and
-the report is written from the stored cells."""
+the report is written from the stored cells, one section per label fraction."""
 import json, subprocess, sys
 from pathlib import Path
 
@@ -8,7 +8,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def grid(tmp, *extra):
     cmd = [sys.executable, str(REPO / 'bench' / 'grid.py'), 'table5', 'table7', '--dataset', 'synthetic', '--seeds', '0',
-           '--variants', '+DR', 'none (DR only)', '--iters', '2', '--jobs', '1',
+           '--variants', '+DR', 'none (DR only)', '--fractions', '1/8', '1/4', '--iters', '2', '--jobs', '1',
            '--results', str(tmp / 'res'), '--runs-dir', str(tmp / 'runs'), *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
@@ -16,14 +16,15 @@ def grid(tmp, *extra):
 
 def test_grid_shares_skips_recovers_reports(tmp_path):
     out = grid(tmp_path)
-    assert '0 of 2 cells finished, 1 to run' in out                     # +DR of table5 = 'none (DR only)' of table7
+    assert '0 of 4 cells finished, 2 to run' in out                     # +DR of table5 = 'none (DR only)' of table7
     a = tmp_path / 'res' / 'table5-synthetic-2it' / 'pDR__1-8__s0.json'
     b = tmp_path / 'res' / 'table7-synthetic-2it' / 'none_DR_only__1-8__s0.json'
     da, db = json.loads(a.read_text()), json.loads(b.read_text())
     assert da['key'] == db['key'] and db['reused_from'] == 'table5-synthetic-2it/pDR__1-8__s0.json'
     assert da['it'] == 2 and da['primary'] == 'teacher' and 0 <= da['metrics']['teacher']['miou'] <= 1
-    assert '2 of 2 cells finished, 0 to run' in grid(tmp_path)           # nothing is recomputed
+    assert '4 of 4 cells finished, 0 to run' in grid(tmp_path)           # nothing is recomputed
     a.unlink(); b.unlink()
     grid(tmp_path, '--recover', str(tmp_path / 'runs'), '--report')      # e.g. cells lost on a GPU machine
     assert json.loads(a.read_text())['metrics'] == da['metrics'] and json.loads(b.read_text())['key'] == da['key']
-    assert '| +DR | 0 |' in (tmp_path / 'res' / 'table5-synthetic-2it.md').read_text()
+    md = (tmp_path / 'res' / 'table5-synthetic-2it.md').read_text()
+    assert md.count('| +DR | 0 |') == 2 * 2 and '1/8 of the labels' in md and '1/4 of the labels' in md   # teacher and student tables per fraction
