@@ -14,7 +14,10 @@ from .config import PRESETS, get_config, valid_keys, to_dict
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
-from .train import train, load_model, make_dataset, markdown_table, results_table, resolve_device
+from .train import train
+from .plan import make_dataset
+from .state import load_model, resolve_device
+from .runlog import markdown_table, results_table
 
 # %% auto #0
 __all__ = ['train_parser', 'config_from_args', 'ael_train', 'eval_parser', 'check_classes', 'save_prediction', 'ael_eval',

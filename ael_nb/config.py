@@ -128,6 +128,8 @@ class RunConfig:
     plots: bool = True                      # PNG plots in the run directory at the end
     progress: bool = True                   # tqdm progress bar
     threads: int|None = None                # torch.set_num_threads (None: leave as is)
+    trace_interval: int = 0                 # keep a trace of every n-th step in <out>/traces (0: none; `ael_nb.runlog.save_trace`)
+    trace_images: int = 2                   # labeled and unlabeled images kept per trace
 
 # %% ../nbs/14_config.ipynb #22dd97e3
 @dataclass

@@ -65,6 +65,7 @@ def adaptive_copy_paste(
     generator: torch.Generator | None = None,  # source of randomness
     ignore_index: int = IGNORE_INDEX,  # label of no class; never pasted
     return_mask: bool = False,  # also return the paste mask bool [B,H,W]
+    return_info: bool = False,  # also return dict(mask, src [B], classes bool [B,C] pasted, applied bool [B]) (for traces)
     src: torch.Tensor | None = None,  # [B] source index of each image (default: `other_index`, at random)
 ) -> tuple:  # (images, labels) or (images, labels, mask)
     "Adaptive Copy-Paste: paste all pixels of K classes drawn from `prob` from another labeled image of the batch."
@@ -72,6 +73,7 @@ def adaptive_copy_paste(
     apply = draw(B, generator, dev) < p
     src = other_index(B, generator, dev) if src is None else src.to(dev)
     mask = torch.zeros_like(labels, dtype=torch.bool)
+    chosen = torch.zeros(B, prob.numel(), dtype=torch.bool, device=dev)
     todo = apply.nonzero().flatten().tolist() if B > 1 else []
     if todo:
         src_img, src_lab = images.clone(), torch.full_like(labels, ignore_index)
@@ -83,4 +85,5 @@ def adaptive_copy_paste(
         mask = torch.cat([chosen, chosen.new_zeros(B, 1)], 1).gather(1, idx).view_as(labels)
         images = torch.where(mask[:, None], src_img, images)
         labels = torch.where(mask, src_lab, labels)
+    if return_info: return images, labels, dict(mask=mask, src=src, classes=chosen, applied=apply & (B > 1))
     return (images, labels, mask) if return_mask else (images, labels)

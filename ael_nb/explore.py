@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
-from .train import read_metrics
+from .runlog import read_metrics
 
 # %% auto #0
 __all__ = ['load_run', 'last_eval', 'runs_table', 'plot_run', 'explore']

@@ -4,12 +4,13 @@
     python bench/cost.py --device cuda         # the same on a GPU (paper-scale model: R101 OS8, batch 16 if it fits)
     python bench/cost.py --parts a --dataset camvid --root /tmp/camvid_180x240
 
-(a) `step`: time per training iteration of supervised / cutmix / ael, in one process, same model, same batch,
-    measured on the trainer's own step functions (`ael_nb.train.STEPS`) + backward + SGD + EMA; AEL's bookkeeping
-    is timed by wrapping the functions `ael_step` calls (bank update, class table, AES, DR, adaptive CutMix with
-    its source images and teacher forward, adaptive Copy-Paste), so the code measured is the code trained. AEL is
-    timed twice: with its ACM source images loaded in the background during the step (the default; the timed step
-    ends only when the next step's images are loaded) and with them loaded inside the step (`data.acm_prefetch=false`).
+(a) `step`: time per training step of supervised / cutmix / ael in one process, same initialisation, through the engine
+    itself (`ael_nb.train.setup(cfg).step()`: data, step function, backward, SGD, EMA), each step three ways, interleaved:
+    untraced (what training runs), with a `Trace` recording what the step decided, and with a timed `Trace` whose named
+    sections give AEL's per-component times (`ael_nb.steps.section`: labels come from the step's own code, so a change
+    of call order cannot mislabel them). Also: what the disabled trace points cost per step. AEL is measured with its
+    ACM source images loaded in a background thread (the timed step ends only when the next step's images are loaded)
+    and loaded inside the step (`data.acm_prefetch=false`).
 (b) `components`: each AEL component alone at the paper's scale (batch 16 of 769x769, 19 classes) vs one
     forward+backward of the network on the same input (what fits on the device: see the JSON's `model` entry).
 (c) `memory`: peak memory of training steps per method, each in a fresh subprocess (CPU: ru_maxrss; CUDA:
@@ -22,7 +23,6 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / 'results'
-sys.path.insert(0, str(BENCH)); sys.path.insert(0, str(REPO))
 
 import torch
 
@@ -41,118 +41,75 @@ def timeit(fn, device, reps=5, warmup=1) -> dict:
 SET = []   # extra config overrides for (a) and (c), from --set
 
 def small_config(dataset, root, device, method, batch=None, crop=None, extra=()):
-    import grid
+    from grid import COMMON, SETTINGS       # bench/grid.py, beside this script
     from ael_nb.config import get_config
-    ov = grid.COMMON + grid.SETTINGS[dataset]['overrides'] + ['optim.iters=1000', f'method.name={method}', f'run.device={device}',
+    ov = COMMON + SETTINGS[dataset]['overrides'] + ['optim.iters=1000', f'method.name={method}', f'run.device={device}',
                                                               'data.manifest=none', 'data.fraction=0.125', 'run.out=/tmp/ael_cost_run']
     if root: ov.append(f'data.root={root}')
     if batch: ov.append(f'data.batch_size={batch}')
     if crop: ov.append(f'data.crop_size=[{crop},{crop}]')
     return get_config('cpu', overrides=ov + SET + list(extra))
 
-def fixed_batches(cfg, data, device):
-    "One labeled and one unlabeled batch, built exactly as the trainer's loaders build them (micro-step 0)."
-    from ael_nb.train import Augmented, collate, plan_batch, to_device
-    b = cfg.data.batch_size
-    lab = Augmented(data.labeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=True)
-    unl = Augmented(data.unlabeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=False)
-    lb = collate([lab[k] for k in plan_batch(len(data.labeled), b, 0, 0, 0)])
-    ub = collate([unl[k] for k in plan_batch(len(data.unlabeled), b, 0, 0, 1)])
-    return to_device(lb, device), to_device(ub, device)
-
-class Timers:
-    "Wrap module-level functions / bound methods and add their wall time (synchronised on CUDA) to named buckets."
-    def __init__(self, device): self.device, self.t, self.calls, self.active = device, {}, {}, False
-    def wrap(self, fn, bucket):
-        @functools.wraps(fn)
-        def w(*a, **k):
-            if not self.active: return fn(*a, **k)
-            name = bucket(self.calls) if callable(bucket) else bucket
-            sync(self.device); t0 = time.perf_counter()
-            try: return fn(*a, **k)
-            finally:
-                sync(self.device); self.t[name] = self.t.get(name, 0.0) + time.perf_counter() - t0
-                self.calls[fn.__name__] = self.calls.get(fn.__name__, 0) + 1
-        return w
+def step_config(args, device, method, extra=(), out='/tmp/ael_cost_run'):
+    return small_config(args.dataset, args.root, device, method, args.batch, args.crop,
+                        list(extra) + [f'run.out={out}', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'run.trace_interval=0'])
 
 def part_step(args, device) -> dict:
-    "(a) time per iteration of supervised / cutmix / ael and AEL's per-component share."
-    import ael_nb.train as T
-    from ael_nb.teacher import ema_update
-    torch.manual_seed(0)
-    cfg0 = small_config(args.dataset, args.root, device, 'ael', args.batch, args.crop)
-    data = T.build_data(cfg0)
-    lb, ub = fixed_batches(cfg0, data, device)
+    "(a) time per training step of supervised / cutmix / ael through the engine (`Run.step`), untraced and traced, and AEL's sections."
+    import tempfile
+    from contextlib import nullcontext
+    from ael_nb.train import setup
+    from ael_nb.steps import Trace, section
+    dev = torch.device(device)
+    variants = {'supervised': ('supervised', []), 'cutmix': ('cutmix', []), 'ael': ('ael', []),
+                'ael, sources loaded in the step': ('ael', ['data.acm_prefetch=false'])}
+    tmp = Path(tempfile.mkdtemp(prefix='ael_cost_'))
+    runs = {name: setup(step_config(args, device, m, extra, tmp / name.replace(' ', '_').replace(',', ''))) for name, (m, extra) in variants.items()}
+    cfg0 = runs['ael'].cfg
     res = dict(setting=dict(dataset=args.dataset, crop=list(cfg0.data.crop_size), batch_labeled=cfg0.data.batch_size,
                             batch_unlabeled=cfg0.data.batch_size * cfg0.data.unlabeled_ratio, backbone=cfg0.model.backbone,
                             output_stride=cfg0.model.output_stride, threads=torch.get_num_threads(), reps=args.reps, extra=list(SET)), methods={})
-    timers = Timers(device)
-    # wrap what ael_step calls (it looks these names up in its module at call time)
-    per_step = {}
-    def teacher_bucket(calls):  # 1st teacher_probs call of an AEL step = weak views (basic framework), 2nd = ACM sources
-        n = per_step.get('teacher', 0); per_step['teacher'] = n + 1
-        return 'teacher fwd, weak views' if n % 2 == 0 else 'ACM: teacher fwd on sources'
-    def sp_bucket(calls):       # sampling_prob: 1st call = ACP's r, 2nd = ACM's r (with acp and acm on)
-        n = per_step.get('sp', 0); per_step['sp'] = n + 1
-        return 'ACP: sampling prob + paste' if n % 2 == 0 else 'ACM: sample classes + source images'
-    orig = {k: getattr(T, k) for k in ('adaptive_copy_paste', 'sampling_prob', 'teacher_probs', 'sample_classes',
-                                        'adaptive_cutmix', 'aes_rates', 'aes_mask', 'dr_weights')}
-    T.adaptive_copy_paste = timers.wrap(orig['adaptive_copy_paste'], 'ACP: sampling prob + paste')
-    T.sampling_prob = timers.wrap(orig['sampling_prob'], sp_bucket)
-    T.sample_classes = timers.wrap(orig['sample_classes'], 'ACM: sample classes + source images')
-    T.adaptive_cutmix = timers.wrap(orig['adaptive_cutmix'], 'ACM: class regions + paste')
-    T.aes_rates = timers.wrap(orig['aes_rates'], 'AES (Eq. 8-9)'); T.aes_mask = timers.wrap(orig['aes_mask'], 'AES (Eq. 8-9)')
-    T.dr_weights = timers.wrap(orig['dr_weights'], 'DR (Eq. 10)')
-    try:
-        states, comps, times = {}, {}, {}
-        variants = {'supervised': [], 'cutmix': [], 'ael': [], 'ael, sources loaded in the step': ['data.acm_prefetch=false']}
-        for name, extra in variants.items():
-            cfg = small_config(args.dataset, args.root, device, name.split(',')[0], args.batch, args.crop, extra)
-            torch.manual_seed(0)
-            S = T.build_state(cfg, data, torch.device(device))    # same initialisation for every method
-            if S.table is not None:
-                S.table.update = timers.wrap(S.table.update, 'class table update')
-                S.table.sample_images = timers.wrap(S.table.sample_images, 'ACM: sample classes + source images')
-            if S.sources is not None:
-                S.sources.wait = timers.wrap(S.sources.wait, 'ACM: waiting for the source images' if cfg.data.acm_prefetch
-                                             else 'ACM: load + augment the source images (in the step)')
-            S.bank.update = timers.wrap(S.bank.update, 'bank update (Eq. 3-6)')
-            states[name], comps[name], times[name] = S, {}, []
-        def one(name):
-            S, cfg = states[name], states[name].cfg
-            method = cfg.method.name
-            T.teacher_probs = timers.wrap(orig['teacher_probs'], teacher_bucket if method == 'ael' else 'teacher fwd, weak views')
-            timers.t = comps[name]; per_step.clear()
-            g = T.make_generator(S.it, torch.device(device))
-            S.student.train(); S.optimizer.zero_grad(set_to_none=True)
-            loss, _ = T.STEPS[method](S, lb, ub if method != 'supervised' else None, g)
-            loss.backward(); S.optimizer.step()
-            if S.teacher is not None: ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
-            if S.sources is not None and S.sources.future is not None: S.sources.future.result()   # next images loaded within this step
-            S.it += 1
-        for method in states:                                         # warm-up
-            for _ in range(2): one(method)
-        for c in comps.values(): c.clear()
-        timers.active = True
-        for _ in range(args.reps):                                    # interleaved: a load change hits every method alike
-            for method in states:
-                sync(device); t0 = time.perf_counter(); one(method); sync(device); times[method].append(time.perf_counter() - t0)
-        timers.active = False
-        for method, ts in times.items():
-            res['methods'][method] = dict(step_s=statistics.median(ts), step_min_s=min(ts), step_mean_s=statistics.mean(ts),
-                                          components_s={k: v / args.reps for k, v in sorted(comps[method].items())})
-        for S in states.values():
-            if S.sources is not None: S.sources.close()
-        del states; gc.collect()
-    finally:
-        for k, v in orig.items(): setattr(T, k, v)
+    modes = {'untraced': lambda: None, 'traced': lambda: Trace(), 'timed': lambda: Trace(timed=True, device=dev)}
+    times = {(n, m): [] for n in runs for m in modes}
+    sections = {n: {} for n in runs}
+    def one(name, mode):
+        run = runs[name]
+        tr = modes[mode]()
+        sync(device); t0 = time.perf_counter()
+        run.step(tr)
+        if run.S.sources is not None and run.S.sources.future is not None: run.S.sources.future.result()   # next sources loaded within this step
+        sync(device); dt = time.perf_counter() - t0
+        if mode == 'timed':
+            for k, v in tr.times.items(): sections[name][k] = sections[name].get(k, 0.0) + v
+        return dt
+    for name in runs:                                                 # warm-up
+        for _ in range(2): one(name, 'untraced')
+    for _ in range(args.reps):                                        # interleaved: a load change hits every method and mode alike
+        for name in runs:
+            for mode in modes: times[(name, mode)].append(one(name, mode))
+    for name, run in runs.items():
+        ts = {m: times[(name, m)] for m in modes}
+        res['methods'][name] = dict(step_s=statistics.median(ts['untraced']), step_min_s=min(ts['untraced']), step_mean_s=statistics.mean(ts['untraced']),
+                                    traced_step_s=statistics.median(ts['traced']), timed_step_mean_s=statistics.mean(ts['timed']),
+                                    components_s={k: v / args.reps for k, v in sorted(sections[name].items())})
+        run.close()
+    # what the trace points cost when no trace is asked for: the number of `section` calls per step x the cost of one
+    calls = sum(1 for _ in sections['ael'])
+    n = 100000; t0 = time.perf_counter()
+    for _ in range(n):
+        with section(None, 'x'): pass
+    per_call = (time.perf_counter() - t0) / n
     m = res['methods']; ael = m['ael']
-    book = {k: v for k, v in ael['components_s'].items() if not k.startswith('teacher fwd, weak')}
+    network = ('data', 'teacher forward', 'student forward', 'backward', 'optimizer + EMA')   # what the basic framework pays too
+    book = {k: v for k, v in ael['components_s'].items() if k not in network}
     res['ratios'] = dict(ael_over_supervised=ael['step_s'] / m['supervised']['step_s'], ael_over_cutmix=ael['step_s'] / m['cutmix']['step_s'],
                          ael_in_step_loading_over_cutmix=m['ael, sources loaded in the step']['step_s'] / m['cutmix']['step_s'],
                          cutmix_over_supervised=m['cutmix']['step_s'] / m['supervised']['step_s'],
-                         ael_bookkeeping_share={k: v / ael['step_mean_s'] for k, v in book.items()},
-                         ael_bookkeeping_total_share=sum(book.values()) / ael['step_mean_s'])
+                         ael_traced_over_untraced=ael['traced_step_s'] / ael['step_s'],
+                         ael_bookkeeping_share={k: v / ael['timed_step_mean_s'] for k, v in book.items()},
+                         ael_bookkeeping_total_share=sum(book.values()) / ael['timed_step_mean_s'])
+    res['trace_points'] = dict(sections_per_ael_step=calls, disabled_section_s=per_call,
+                               share_of_ael_step=calls * per_call / ael['step_s'])
     return res
 
 # ------------------------------------------------------------------ (b) components at paper scale
@@ -232,25 +189,21 @@ def part_components(args, device) -> dict:
 
 # ------------------------------------------------------------------ (c) peak memory, one subprocess per method
 def memory_child(args):
-    "Child: a few training steps of one method; prints a JSON line with the peak memory."
+    "Child: three training steps of one method through the engine; prints a JSON line with the peak memory."
     global RSS0
     RSS0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    import ael_nb.train as T
-    from ael_nb.teacher import ema_update
+    import tempfile
+    from ael_nb.plan import build_data
+    from ael_nb.train import setup
     device = args.device
-    cfg = small_config(args.dataset, args.root, device, args.mem_method, args.batch, args.crop)
-    data = T.build_data(cfg); lb, ub = fixed_batches(cfg, data, device)
+    cfg = step_config(args, device, args.mem_method, out=tempfile.mkdtemp(prefix='ael_cost_mem_'))
+    build_data(cfg)
     rss_setup = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    S = T.build_state(cfg, data, torch.device(device))
+    run = setup(cfg)
     rss_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if torch.device(device).type == 'cuda': torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
-    for i in range(3):
-        g = T.make_generator(i, torch.device(device))
-        S.optimizer.zero_grad(set_to_none=True)
-        loss, _ = T.STEPS[args.mem_method](S, lb, ub if args.mem_method != 'supervised' else None, g)
-        loss.backward(); S.optimizer.step()
-        if S.teacher is not None: ema_update(S.teacher, S.student, S.it, 0.99)
-        S.it += 1
+    for i in range(3): run.step()
+    run.close()
     out = dict(method=args.mem_method, maxrss_at_start_mib=RSS0 / 1024, maxrss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                maxrss_after_data_mib=rss_setup / 1024, maxrss_after_model_mib=rss_model / 1024)
     if torch.device(device).type == 'cuda':
@@ -276,25 +229,23 @@ def markdown(r: dict) -> str:
     L = [f"# Cost of AEL's bookkeeping on {r['device_name']} ({r['date']})\n"]
     if 'step' in r:
         s = r['step']; st = s['setting']
-        L += [f"## (a) time per training iteration\n",
+        L += [f"## (a) time per training step\n",
               f"{st['dataset']}, crop {st['crop'][0]}x{st['crop'][1]}, {st['batch_labeled']} labeled + {st['batch_unlabeled']} unlabeled images, "
               f"{st['backbone']} OS{st['output_stride']}, {st['threads']} thread(s), median of {st['reps']} steps after 2 warm-up steps; "
-              "one process, same model initialisation, same batch. Step = step function + backward + SGD + EMA (data loading excluded).\n",
-              '| method | step (s) | × supervised |', '|---|---|---|']
+              "one process, same initialisation, `Run.step()` of the engine (data, step function, backward, SGD, EMA).\n",
+              '| method | step (s) | × supervised | with a Trace (s) |', '|---|---|---|---|']
         sup = s['methods']['supervised']['step_s']
-        for k, v in s['methods'].items(): L.append(f"| {k} | {v['step_s']:.3f} | {v['step_s'] / sup:.2f} |")
-        L += ['', f"AEL / CutMix: {s['ratios']['ael_over_cutmix']:.2f} (sources loaded in the step: {s['ratios'].get('ael_in_step_loading_over_cutmix', float('nan')):.2f}); "
-              f"CutMix / supervised: {s['ratios']['cutmix_over_supervised']:.2f}.\n",
-              'AEL step, per component (mean s per step, share of the whole AEL step):\n', '| component | s / step | share |', '|---|---|---|']
-        mean = s['methods']['ael']['step_mean_s']
+        for k, v in s['methods'].items(): L.append(f"| {k} | {v['step_s']:.3f} | {v['step_s'] / sup:.2f} | {v['traced_step_s']:.3f} |")
+        rt, tp = s['ratios'], s['trace_points']
+        L += ['', f"AEL / CutMix: {rt['ael_over_cutmix']:.2f} (sources loaded in the step: {rt['ael_in_step_loading_over_cutmix']:.2f}); "
+              f"CutMix / supervised: {rt['cutmix_over_supervised']:.2f}. AEL with a Trace / without: {rt['ael_traced_over_untraced']:.3f}. "
+              f"Untraced, the {tp['sections_per_ael_step']} trace points of an AEL step cost {tp['disabled_section_s'] * 1e6:.2f} µs each, "
+              f"{100 * tp['share_of_ael_step']:.4f}% of the step.\n",
+              'AEL step, per section of a timed Trace (mean s per step, share of the timed step):\n', '| section | s / step | share |', '|---|---|---|']
+        mean = s['methods']['ael']['timed_step_mean_s']
         for k, v in s['methods']['ael']['components_s'].items(): L.append(f"| {k} | {v:.4f} | {100 * v / mean:.1f}% |")
-        L.append(f"| **AEL bookkeeping total** (all rows but the weak-view teacher forward, which the basic framework also pays) | | "
-                 f"**{100 * s['ratios']['ael_bookkeeping_total_share']:.1f}%** |\n")
-        ins = s['methods'].get('ael, sources loaded in the step')
-        if ins:
-            k = 'ACM: load + augment the source images (in the step)'
-            L.append(f"With the source images loaded inside the step instead (`data.acm_prefetch=false`) the AEL step takes {ins['step_s']:.3f} s, "
-                     f"of which loading them is {ins['components_s'].get(k, float('nan')):.4f} s ({100 * ins['components_s'].get(k, float('nan')) / ins['step_mean_s']:.1f}%).\n")
+        L.append(f"| **AEL bookkeeping total** (all sections but data, teacher and student forward, backward, optimizer + EMA, which the basic framework also pays) | | "
+                 f"**{100 * rt['ael_bookkeeping_total_share']:.1f}%** |\n")
     if 'components' in r:
         c = r['components']; st = c['setting']
         L += [f"## (b) each component alone at paper scale\n",

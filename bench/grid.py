@@ -34,8 +34,8 @@ RESULTS = BENCH / 'results'
 # ---------------------------------------------------------------- what is run
 # variants: name -> overrides on top of the dataset setting. 'full' = supervised on every training image.
 FULL = ['method.name=supervised', 'data.manifest=none', 'data.fraction=1']
-_OFF = dict(dr='method.dr=false', aes='method.aes=false', acm='method.acm=false', acp='method.acp=false')
-def _ael(*on): return ['method.name=ael'] + [v for k, v in _OFF.items() if k not in on]
+from ael_nb.config import ABLATIONS      # every ablation row is defined once, there
+def _ael(row: str) -> list[str]: return ['method.name=ael'] + ABLATIONS[row]
 
 GRIDS = {
     # Table 2 (and Table 4 per class): supervised, Mean Teacher, CutMix basic framework, AEL, fully-labeled ceiling
@@ -43,14 +43,11 @@ GRIDS = {
                              'cutmix': ['method.name=cutmix'], 'ael': ['method.name=ael'], 'full': FULL},
                    baseline='supervised', ceiling='full'),
     # Table 5: components on top of the basic framework (all switches of the AEL step)
-    'table5': dict(variants={'basic': _ael(), '+DR': _ael('dr'), '+AES': _ael('aes'), '+ACM': _ael('acm'),
-                             '+ACP': _ael('acp'), 'DR+AES': _ael('dr', 'aes'), 'DR+AES+ACM': _ael('dr', 'aes', 'acm'),
-                             'all': _ael('dr', 'aes', 'acm', 'acp')},
+    'table5': dict(variants={'basic': _ael('baseline'), '+DR': _ael('dr'), '+AES': _ael('aes'), '+ACM': _ael('acm'),
+                             '+ACP': _ael('acp'), 'DR+AES': _ael('dr+aes'), 'DR+AES+ACM': _ael('dr+aes+acm'), 'all': _ael('ael')},
                    baseline='basic', ceiling=None),
     # Table 7: indicator of the confidence bank, with DR+AES (the paper's 'None' row = DR alone)
-    'table7': dict(variants={'none (DR only)': _ael('dr'), 'confidence': _ael('dr', 'aes'),
-                             'margin': _ael('dr', 'aes') + ['method.indicator=margin'],
-                             'entropy': _ael('dr', 'aes') + ['method.indicator=entropy']},
+    'table7': dict(variants={'none (DR only)': _ael('dr'), **{i: _ael(f'indicator={i}') for i in ('confidence', 'margin', 'entropy')}},
                    baseline='none (DR only)', ceiling=None),
     # not in the paper: a teacher trained from scratch never predicts the tail (RESULTS.md), so let the unlabeled
     # term in gradually: alpha ramps up from 0 over the first half of training ({half} = iters // 2)
@@ -62,8 +59,7 @@ GRIDS = {
 }
 # Tables 6, 8, 9, 10: the hyper-parameter rows of `ael_nb.config.ABLATIONS`, each on the AEL step; baseline = the paper's value
 def _ablation_grid(prefix: str, baseline: str) -> dict:
-    from ael_nb.config import ABLATIONS
-    return dict(variants={k: ['method.name=ael'] + v for k, v in ABLATIONS.items() if k.startswith(prefix)}, baseline=baseline, ceiling=None)
+    return dict(variants={k: _ael(k) for k in ABLATIONS if k.startswith(prefix)}, baseline=baseline, ceiling=None)
 GRIDS.update(table6=_ablation_grid('gamma=', 'gamma=2'), table8=_ablation_grid('r_star=', 'r_star=0.005'),
              table9=_ablation_grid('k=', 'k=3'), table10=_ablation_grid('alpha=', 'alpha=1.0'))
 
@@ -406,7 +402,6 @@ def main(argv=None):
     if a.run_cell: return run_cell(a.run_cell)
     if not a.grids: ap.error('name a grid')
     if set(a.grids) - set(GRIDS): ap.error(f"unknown grid(s) {sorted(set(a.grids) - set(GRIDS))}; choose from {', '.join(GRIDS)}")
-    sys.path.insert(0, str(REPO))
     global RESULTS
     if a.results: RESULTS = Path(a.results).resolve()
     iters = a.iters or SETTINGS[a.dataset]['iters']

@@ -5,9 +5,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=4', 'optim.iters=3',
-        'eval.interval=0', 'eval.max_images=3', 'run.log_interval=1', 'run.progress=false', 'run.tensorboard=false',
-        'run.plots=false', 'data.check=false', 'method.name=ael']
+from ael_nb.plan import TINY
+DDP = ['data.batch_size=4', 'optim.iters=3', 'eval.max_images=3', 'method.name=ael']
 
 def _free_port():
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
@@ -18,7 +17,7 @@ def _worker(rank, world, port, out):
     dist.init_process_group('gloo', rank=rank, world_size=world)
     from ael_nb.config import get_config
     from ael_nb.train import train
-    s = train(get_config('cpu', overrides=TINY + [f'run.out={out}/run', 'run.device=cpu']))
+    s = train(get_config('cpu', overrides=TINY + DDP + [f'run.out={out}/run', 'run.device=cpu']))
     Path(out, f'rank{rank}.json').write_text(json.dumps(dict(weights=s['weights'], teacher=s['teacher_weights'], conf=s['conf'],
                                                               last=s['last'], it=s['it'])))
     dist.destroy_process_group()

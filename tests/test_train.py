@@ -6,14 +6,13 @@ import torch
 from ael_nb.core import DataError, make_generator, seed_everything
 from ael_nb.config import get_config, load_config
 from ael_nb.datasets import make_fixture
-from ael_nb.train import (train, build_data, build_state, Augmented, collate, PlanSampler, plan_batch, STEPS,
-                          save_checkpoint, read_checkpoint, read_metrics, weights_digest)
+from ael_nb.plan import build_data, Augmented, collate, PlanSampler, plan_batch, TINY
+from ael_nb.state import build_state, save_checkpoint, read_checkpoint, weights_digest
+from ael_nb.steps import STEPS
+from ael_nb.runlog import read_metrics
+from ael_nb.train import train
 
 torch.set_num_threads(1)
-
-TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=2', 'optim.iters=2',
-        'eval.interval=0', 'eval.max_images=2', 'run.log_interval=1', 'run.progress=false', 'run.tensorboard=false',
-        'run.plots=false', 'data.check=false']
 
 def tiny(out, *extra):
     return get_config('cpu', overrides=TINY + [f'run.out={out}', *extra])
