@@ -20,7 +20,7 @@ also on failure, and always shuts JupyterLab down. Exit status 0 = every check p
 timed out, with one line saying which.
 """
 from __future__ import annotations
-import argparse, hashlib, json, os, secrets, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+import argparse, hashlib, json, os, re, secrets, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
@@ -163,15 +163,25 @@ def run_all(driver, port, token, name, timeout):
                                                                if e.text.split('\n')[0].strip() == 'Run All Cells'], 10)
     item[0].click()
     time.sleep(1)
-    n_code = len(driver.find_elements(By.CSS_SELECTOR, '.jp-CodeCell'))
+    js = """return Array.from(document.querySelectorAll('.jp-Notebook .jp-CodeCell'))
+                .filter(c => c.querySelector('.jp-InputArea-editor').textContent.trim())
+                .map(c => c.querySelector('.jp-InputPrompt').textContent.trim());"""   # empty cells get no number
+    n_code = len(driver.execute_script(js))
     def done():
-        prompts = [p.text for p in driver.find_elements(By.CSS_SELECTOR, '.jp-CodeCell .jp-InputPrompt')]
-        return len(prompts) == n_code and all(p.strip() not in ('[ ]:', '[*]:') and p.strip() for p in prompts) and kernel_idle(port, token, name)
+        prompts = driver.execute_script(js)
+        return (len(prompts) == n_code and all(re.fullmatch(r'\[\d+\]:', p) for p in prompts) and kernel_idle(port, token, name)
+                or raised(driver))
     wait_for(f'all {n_code} code cells to run', done, timeout)
-    stderr = [e.text for e in driver.find_elements(By.CSS_SELECTOR, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-    raised = [t for t in stderr if 'Traceback' in t]          # an exception's output; warnings on stderr pass
-    if raised: raise CheckFailed(f"a cell raised: {raised[0].strip().splitlines()[-1]}")
+    if raised(driver): raise CheckFailed(f"a cell raised: {raised(driver)}")
     return n_code
+
+
+def raised(driver) -> str | None:
+    "The last line of the first exception shown in an output (warnings on stderr do not count), or None."
+    from selenium.webdriver.common.by import By
+    stderr = [e.text for e in driver.find_elements(By.CSS_SELECTOR, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+    tb = [t for t in stderr if 'Traceback' in t]
+    return tb[0].strip().splitlines()[-1] if tb else None
 
 
 def click_and_check(driver, port, token, name, label, times, watch, timeout) -> list[tuple[int, int]]:
@@ -186,7 +196,8 @@ def click_and_check(driver, port, token, name, label, times, watch, timeout) -> 
         before = snapshot(driver, watch)
         if not before: raise CheckFailed(f"nothing matches {watch} to watch")
         b.click()
-        wait_for(f"click {i} of {label!r} to change {watch}", lambda: (snapshot(driver, watch) != before) and kernel_idle(port, token, name), timeout)
+        try: wait_for(f"click {i} of {label!r} to change {watch}", lambda: (snapshot(driver, watch) != before) and kernel_idle(port, token, name), timeout)
+        except CheckFailed as e: raise CheckFailed(f"{e}; the click raised: {raised(driver)}" if raised(driver) else str(e)) from None
         after = snapshot(driver, watch)
         sizes.append((sum(x != y for x, y in zip(before, after)) + abs(len(after) - len(before)), len(after)))
         print(f"click {i}: {sizes[-1][0]} of {sizes[-1][1]} watched elements changed", flush=True)
@@ -203,7 +214,7 @@ def check(a) -> None:
     log = open(tmp / 'jupyterlab.log', 'w')
     lab = subprocess.Popen(lab_command(port, token, nb.parent, tmp / 'settings', tmp / 'workspaces'), stdout=log, stderr=subprocess.STDOUT,
                            cwd=nb.parent, start_new_session=True)
-    driver = None
+    driver, ok = None, False
     try:
         def up():
             if lab.poll() is not None:
@@ -223,6 +234,7 @@ def check(a) -> None:
         print(f"{len(driver.find_elements(By.CSS_SELECTOR, '.jp-OutputArea-output img'))} pictures in the outputs", flush=True)
         if a.click: click_and_check(driver, port, token, nb.name, a.click, a.times, a.watch, a.timeout)
         if a.show: scroll_to_cell(driver, a.show)
+        ok = True
     finally:
         if driver is not None:
             try:
@@ -235,6 +247,7 @@ def check(a) -> None:
             try: lab.wait(30)
             except subprocess.TimeoutExpired: os.killpg(lab.pid, signal.SIGKILL); lab.wait()
         log.close()
+        if ok: shutil.rmtree(tmp, ignore_errors=True)            # on failure the log stays, named in the message
 
 
 def main(argv=None) -> int:
