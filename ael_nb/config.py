@@ -67,6 +67,8 @@ class OptimConfig:
     sup_loss: Literal['ce', 'ohem'] = 'ohem'  # supervised loss (authors' code: OHEM)
     ohem_thresh: float = 0.7
     ohem_min_kept: int = 100000             # per batch, as in the authors' code
+    loss_per_rank: bool = False             # divide the loss by the number of ranks, as the authors' code does: with DDP's
+                                            # gradient averaging the effective lr is lr / world size and weight decay x world size
 
 @dataclass
 class MethodConfig:
@@ -101,6 +103,12 @@ class MethodConfig:
     cp_scale: tuple[float, float] = (0.1, 2.0)  # ACP: large-scale jittering of the source
     cp_sqrt: bool = False                   # ACP: softmax(sqrt(1-conf)) as in the authors' code
     cp_exclude: tuple[int, ...] = ()        # class ids never pasted
+    acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image); None: r_star (authors' Cityscapes code: table 0.01, regions 0.005)
+    acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' arrangement, half the unlabeled batch are targets and ACM's sources take the other half's place
+    # the authors' code, where it differs from the paper's text (all switches; `AUTHORS` sets them)
+    student_forward: Literal['joint', 'separate'] = 'joint'  # one student forward on labeled + unlabeled images, or two (authors: BN statistics per batch)
+    teacher_mode: Literal['eval', 'train'] = 'eval'  # the teacher predicts in eval mode, or in train mode (authors: dropout on, batch statistics)
+    labeled_unsup: bool = False             # also apply the DR + AES weighted unsupervised loss to the labeled images against teacher pseudo-labels (authors)
 
 @dataclass
 class EvalConfig:

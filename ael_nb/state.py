@@ -20,10 +20,11 @@ from .cutmix import sample_classes, ClassTable
 from .plan import RunData, Augmented, collate
 
 # %% auto #0
-__all__ = ['TrainState', 'AcmSources', 'lr_factor', 'resolve_device', 'micro_batch', 'build_state', 'checkpoint',
-           'save_checkpoint', 'read_checkpoint', 'load_checkpoint', 'load_model', 'weights_digest']
+__all__ = ['TrainState', 'AcmSources', 'lr_factor', 'resolve_device', 'micro_batch', 'unlabeled_micro_batch',
+           'check_micro_batches', 'build_state', 'checkpoint', 'save_checkpoint', 'read_checkpoint', 'load_checkpoint',
+           'load_model', 'weights_digest']
 
-# %% ../nbs/17_state.ipynb #389f37fb
+# %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
 class TrainState:
     "Everything a step function and the loop read and update."
@@ -39,6 +40,7 @@ class TrainState:
     sources: AcmSources|None = None     # ACM's source images (chosen one step ahead)
     it: int = 0                         # optimiser steps done
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
+    pending: torch.Tensor|None = None   # bank statistics [2,C] of the micro-batches of an accumulated step (`18_steps.update_bank`)
 
 # %% ../nbs/17_state.ipynb #106dcb90
 class AcmSources:
@@ -82,7 +84,7 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
     if it < warmup: return (it + 1) / warmup
     return max(0.0, 1 - it / iters) ** power
 
-# %% ../nbs/17_state.ipynb #01a62717
+# %% ../nbs/17_state.ipynb #79ac622e
 def resolve_device(name: str = 'auto') -> torch.device:
     "'auto': CUDA if present, else the CPU; 'cuda' without an index means this rank's GPU (LOCAL_RANK)."
     if name == 'auto': name = 'cuda' if torch.cuda.is_available() else 'cpu'
@@ -94,6 +96,24 @@ def micro_batch(cfg: Config) -> int:
     n = world_size() * cfg.optim.accum_steps
     if cfg.data.batch_size % n: raise ValueError(f"data.batch_size={cfg.data.batch_size} is not divisible by world_size x optim.accum_steps = {n}")
     return cfg.data.batch_size // n
+
+def unlabeled_micro_batch(cfg: Config) -> int:
+    "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved in the authors' ACM arrangement (`method.acm_targets='half'`)."
+    n, m = micro_batch(cfg) * cfg.data.unlabeled_ratio, cfg.method
+    if m.name == 'ael' and m.acm and m.acm_targets == 'half':
+        if n % 2: raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and micro-step, got {n}")
+        n //= 2
+    return n
+
+def check_micro_batches(cfg: Config):
+    "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with)."
+    m, b_l, b_u, where = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
+    if m.name == 'ael' and m.acp and b_l < 2:
+        raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, but each rank holds {b_l} ({where}); "
+                         "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
+    if (m.name == 'cutmix' or (m.name == 'ael' and not m.acm)) and b_u < 2:
+        raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
+                         "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
 
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:

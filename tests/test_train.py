@@ -131,3 +131,14 @@ def test_resume_with_changed_config_warns(tmp_path):
     with pytest.warns(UserWarning, match='optim.iters: 1 -> 2'):
         s = train(tiny(tmp_path, 'method.name=supervised', 'optim.iters=2', 'run.resume=true'))
     assert s['it'] == 2
+
+
+def test_accumulation_updates_the_bank_once_per_optimiser_step(tmp_path):
+    s = train(tiny(tmp_path, 'data.batch_size=4', 'optim.accum_steps=2', 'optim.iters=2', 'method.acp=false'))
+    seen = read_checkpoint(tmp_path / 'latest.pth')['bank']['seen']
+    assert s['it'] == 2 and int(seen.max()) == 2        # two optimiser steps, two EMA steps (four micro-batches)
+
+
+def test_micro_batch_of_one_is_refused_not_silently_unmixed(tmp_path):
+    with pytest.raises(ValueError, match='adaptive Copy-Paste'): train(tiny(tmp_path, 'data.batch_size=2', 'optim.accum_steps=2'))
+    with pytest.raises(ValueError, match='CutMix mixes'): train(tiny(tmp_path, 'data.batch_size=2', 'optim.accum_steps=2', 'method.name=cutmix'))
