@@ -36,6 +36,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.config.OptimConfig': ('config.html#optimconfig', 'ael_nb/config.py'),
                                'ael_nb.config.RunConfig': ('config.html#runconfig', 'ael_nb/config.py'),
                                'ael_nb.config._hints': ('config.html#_hints', 'ael_nb/config.py'),
+                               'ael_nb.config._imagenet': ('config.html#_imagenet', 'ael_nb/config.py'),
                                'ael_nb.config._unknown': ('config.html#_unknown', 'ael_nb/config.py'),
                                'ael_nb.config.ade20k': ('config.html#ade20k', 'ael_nb/config.py'),
                                'ael_nb.config.apply_overrides': ('config.html#apply_overrides', 'ael_nb/config.py'),
