@@ -6,7 +6,7 @@ shows before a run what it will cost: global batch, learning rate, memory per GP
 
 # %% ../nbs/24_launch.ipynb #171dccd6
 from __future__ import annotations
-import argparse, os, shlex, subprocess, sys, time, json
+import argparse, json, os, shlex, subprocess, sys, time, warnings
 from pathlib import Path
 from .core import EXIT_REQUEUE
 from .cli import train_parser, config_from_args
@@ -225,11 +225,14 @@ def batch_arithmetic(cfg,              # resolved `Config`
 
 # %% ../nbs/24_launch.ipynb #2515201a
 def activation_bytes(model, size=(65, 65), n: int = 2) -> int:
-    "Bytes autograd saves for backward in one training forward of `model` on `n` images of `size` (CPU, each storage once)."
+    "Bytes autograd saves for backward in one training forward of `model` on `n` images of `size` (CPU, each storage once, weights excluded)."
     import torch
+    weights = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
     seen = {}
     def pack(t):
-        s = t.untyped_storage(); seen[s.data_ptr()] = s.nbytes(); return t
+        s = t.untyped_storage()
+        if s.data_ptr() not in weights: seen[s.data_ptr()] = s.nbytes()
+        return t
     model.train()
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = model(torch.randn(n, 3, *size))
@@ -240,14 +243,16 @@ def memory_estimate(cfg,                # resolved `Config`
                     gpus: int,          # processes per node
                     nnodes: int = 1,    # nodes
                     num_classes: int = 19,  # classes of the dataset (the classifier's size)
-                    probe=(65, 65),     # image size of the CPU measurement
+                    probe=(129, 129),   # image size of the CPU measurement
                    ) -> dict:
     "Lower-bound GB per GPU for `cfg` (see the text): weights + grads + momentum + teacher, activations scaled from a CPU probe."
     import torch
     from ael_nb.model import build_model
     b = batch_arithmetic(cfg, gpus, nnodes)
     mc = cfg.model
-    m = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout)
+    with warnings.catch_warnings():              # no weights needed to count bytes
+        warnings.simplefilter('ignore')
+        m = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout)
     n_par = sum(p.numel() for p in m.parameters())
     act = activation_bytes(m, probe, 2) / 2                   # per image at the probe size
     scale = cfg.data.crop_size[0] * cfg.data.crop_size[1] / (probe[0] * probe[1])
