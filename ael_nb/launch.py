@@ -126,12 +126,12 @@ case "${{SLURM_ARRAY_TASK_ID:-0}}" in
 {chr(10).join(cases)}
   *) echo "no run for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;
 esac
-RESUME=(); [ -f "$OUT/latest.pth" ] && RESUME=(--resume)
+RESUME=""; [ -f "$OUT/latest.pth" ] && RESUME=--resume   # a plain word: empty arrays break set -u in bash < 4.4
 SIGNALLED=0
 forward() {{ SIGNALLED=1; echo "ael-launch: signal received, asking the run to checkpoint"; kill -TERM "$CHILD" 2>/dev/null; }}
 trap forward USR1 TERM
-echo "ael-launch: $* ${{RESUME[*]}}"
-"$@" "${{RESUME[@]}}" &
+echo "ael-launch: $* $RESUME"
+"$@" $RESUME &
 CHILD=$!
 wait "$CHILD"; rc=$?
 while kill -0 "$CHILD" 2>/dev/null; do wait "$CHILD"; rc=$?; done   # wait again after a trap interrupted wait
