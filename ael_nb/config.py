@@ -48,7 +48,7 @@ class ModelConfig:
     deep_stem: bool = True                  # three 3x3 stem convolutions (the authors' 'resnet101c')
     aux: bool = True                        # auxiliary head on layer3 (authors' code)
     aux_weight: float = 0.4                 # weight of the auxiliary loss
-    pretrained: str|None = None             # path to ImageNet backbone weights
+    pretrained: str|None = None             # 'imagenet' (torchvision's), a backbone checkpoint path, or none (from scratch)
     dropout: float = 0.1                    # dropout before the classifier
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
 
@@ -235,16 +235,22 @@ def apply_overrides(cfg: Config, overrides=()) -> Config:
     return cfg
 
 # %% ../nbs/14_config.ipynb #f9efd1a6
+def _imagenet(c: Config) -> Config:
+    "Paper presets start from torchvision's ImageNet ResNet, which has the 7x7 stem (see `ael_nb.model.load_pretrained`)."
+    # the authors' deep stem instead: model.deep_stem=true model.pretrained=PATH of their 'resnet101c' file
+    c.model.deep_stem, c.model.pretrained = False, 'imagenet'
+    return c
+
 def cityscapes() -> Config:
-    "The paper's Cityscapes setting (the defaults) plus the authors' Copy-Paste exclusions."
-    c = Config(preset='cityscapes')
+    "The paper's Cityscapes setting (the defaults, ImageNet ResNet-101 with torchvision's stem) plus the authors' Copy-Paste exclusions."
+    c = _imagenet(Config(preset='cityscapes'))
     c.data.dataset = 'cityscapes'
     c.method.cp_exclude = (0, 1, 2, 8, 10)   # road, sidewalk, building, vegetation, sky
     return c
 
 def voc() -> Config:
-    "The paper's PASCAL VOC 2012 setting."
-    c = Config(preset='voc')
+    "The paper's PASCAL VOC 2012 setting (ImageNet ResNet-101 with torchvision's stem)."
+    c = _imagenet(Config(preset='voc'))
     c.data.dataset, c.data.train_split, c.data.crop_size = 'voc', 'train_aug', (513, 513)
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.001, 1e-4, 30000
     c.method.r_star, c.method.k, c.method.pl_threshold = 0.03, 1, 0.7
@@ -253,7 +259,7 @@ def voc() -> Config:
 
 def ade20k() -> Config:
     "ADE20K: the paper reports results but no setting; these values are chosen (see the table above)."
-    c = Config(preset='ade20k')
+    c = _imagenet(Config(preset='ade20k'))
     c.data.dataset, c.data.train_split, c.data.val_split, c.data.crop_size = 'ade20k', 'training', 'validation', (513, 513)
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.01, 1e-4, 40000
     c.eval.protocol, c.eval.window, c.eval.stride = 'sliding', (513, 513), (341, 341)

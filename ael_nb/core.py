@@ -13,9 +13,9 @@ import torch
 import torch.distributed as dist
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'DatasetInfo', 'DataError', 'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum',
-           'all_reduce_max', 'atomic_save', 'atomic_write_text', 'sha256_file', 'seed_everything', 'rng_state',
-           'set_rng_state', 'make_generator']
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'dist_ready', 'rank', 'world_size', 'is_main',
+           'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text', 'sha256_file', 'seed_everything',
+           'rng_state', 'set_rng_state', 'make_generator']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -63,6 +63,9 @@ def all_reduce_max(t: torch.Tensor) -> torch.Tensor:
     "Element-wise max of `t` in place over all ranks (no-op in a single process); returns `t`."
     if dist_ready() and world_size() > 1: dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t
+
+# %% ../nbs/00_core.ipynb #b5d135c9
+EXIT_REQUEUE = 75  # exit status of a run that checkpointed on SIGTERM/SIGUSR1/SIGINT and wants to be requeued
 
 # %% ../nbs/00_core.ipynb #24f6671d
 def _atomic(path, write):

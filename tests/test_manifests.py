@@ -248,9 +248,29 @@ def test_shipped_manifests_are_well_formed():
         for f in range(3): assert ('synthetic', f'{frac}_fold{f}') in names
     for p in files:
         m = load_manifest(p)
-        assert m.name == p.stem and m.dataset == p.parent.name and m.provenance['source'] == 'generated'
-        assert m.provenance['command'].startswith(f'ael-splits make {m.dataset} ')
+        assert m.name == p.stem and m.dataset == p.parent.name
+        if m.provenance['source'] == 'imported': continue   # checked in test_shipped_imported_manifests
+        assert m.provenance['source'] == 'generated' and m.provenance['command'].startswith(f'ael-splits make {m.dataset} ')
     assert (SHIPPED/'README.md').is_file()
+
+
+def test_shipped_imported_manifests():
+    "Cityscapes and VOC: imported from UniMatch's lists; each records its two source files and their SHA-256."
+    files = sorted(SHIPPED.glob('cityscapes/*.json')) + sorted(SHIPPED.glob('voc/*.json'))
+    assert {p.stem for p in files} >= {'unimatch_1_16', 'unimatch_92', 'unimatch_1464'}
+    for p in files:
+        m = load_manifest(p)
+        assert m.provenance['source'] == 'imported' and m.provenance['format'] == 'unimatch'
+        assert [Path(f['path']).name for f in m.provenance['files']] == ['labeled.txt', 'unlabeled.txt']
+        for f in m.provenance['files']:
+            src = REPO / f['path']
+            if src.is_file():   # the workspace's copy of the lists: the ids and the hash must still match
+                assert hashlib.sha256(src.read_bytes()).hexdigest() == f['sha256'], src
+        if (REPO / m.provenance['files'][0]['path']).is_file():
+            again = import_unimatch(REPO / Path(m.provenance['files'][0]['path']).parent, m.dataset, m.split)
+            assert manifest_hash(again) == manifest_hash(m), p
+    m = load_manifest(SHIPPED/'cityscapes'/'unimatch_1_16.json')
+    assert (m.dataset, m.split, len(m.labeled), len(m.labeled) + len(m.unlabeled)) == ('cityscapes', 'train', 186, 2975)
 
 
 @needs_camvid

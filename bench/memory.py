@@ -1,0 +1,66 @@
+"""Calibrate `ael_nb.launch.memory_estimate` against a GPU: peak memory of one student step of a preset's network.
+
+One training step of the student alone (forward on labeled + unlabeled images per GPU, cross-entropy, backward,
+SGD with momentum) plus an EMA teacher's weights, at the preset's crop, fp32 and bf16 autocast; prints
+`torch.cuda.max_memory_allocated` next to the estimate. No data: random images and labels of the crop size.
+
+    python bench/memory.py --preset cityscapes --gpus 8                       # R101 OS8 769x769, 2+2 images per GPU
+    python bench/memory.py --preset cpu --device cpu --size 65 --images 2     # what runs here: a smoke test of the script
+Output: one JSON line per precision (and `--json FILE` to keep them).
+"""
+import argparse, json, sys, warnings
+import torch
+from ael_nb.launch import batch_arithmetic, memory_estimate, resolve, train_argv
+from ael_nb.model import build_model
+
+
+def step_peak(cfg, images: int, size, device: str, amp: str, num_classes: int) -> float:
+    "GB at the peak of one student step (CUDA: max_memory_allocated; CPU: not measured, returns nan)."
+    mc = cfg.model
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        student = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout).to(device)
+        teacher = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout).to(device).eval()
+    opt = torch.optim.SGD(student.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(images, 3, *size, device=device)
+    y = torch.randint(0, num_classes, (images, *size), device=device)
+    if device.startswith('cuda'): torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
+    for _ in range(2):                       # the second step holds the momentum buffers
+        with torch.autocast(device.split(':')[0], dtype=torch.bfloat16, enabled=amp == 'bf16'):
+            with torch.no_grad(): teacher(x)
+            out = student(x)
+            loss = torch.nn.functional.cross_entropy(out['out'], y) + 0.4 * torch.nn.functional.cross_entropy(out['aux'], y) \
+                if 'aux' in out else torch.nn.functional.cross_entropy(out['out'], y)
+        opt.zero_grad(set_to_none=False); loss.backward(); opt.step()
+    if not device.startswith('cuda'): return float('nan')
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() / 1024 ** 3
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--preset', default='cityscapes'); p.add_argument('--gpus', type=int, default=8)
+    p.add_argument('--device', default='cuda'); p.add_argument('--classes', type=int, default=19)
+    p.add_argument('--size', type=int, help='square crop instead of the preset\'s')
+    p.add_argument('--images', type=int, help='images per GPU instead of labeled + unlabeled of the preset')
+    p.add_argument('--json'); p.add_argument('overrides', nargs='*')
+    a = p.parse_args(argv)
+    cfg = resolve(train_argv(a.preset, overrides=a.overrides + ([f'data.crop_size={a.size}'] if a.size else [])))
+    b = batch_arithmetic(cfg, a.gpus)
+    images = a.images or b['labeled_per_gpu'] + b['unlabeled_per_gpu']
+    est = memory_estimate(cfg, a.gpus, num_classes=a.classes)
+    rows = []
+    for amp in ('none', 'bf16'):
+        peak = step_peak(cfg, images, cfg.data.crop_size, a.device, amp, a.classes)
+        rows.append(dict(preset=a.preset, device=torch.cuda.get_device_name() if a.device.startswith('cuda') else 'cpu',
+                         crop=list(cfg.data.crop_size), backbone=cfg.model.backbone, output_stride=cfg.model.output_stride,
+                         images_per_gpu=images, amp=amp, peak_gb=peak,
+                         estimate_gb=est['weights_gb'] + est['act_per_image_gb'] * images))
+        print(json.dumps(rows[-1]), flush=True)
+        if a.device.startswith('cuda'): torch.cuda.empty_cache()
+    if a.json:
+        with open(a.json, 'w') as f: json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == '__main__': sys.exit(main())
