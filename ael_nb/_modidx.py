@@ -382,6 +382,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'ael_nb.train._autocast': ('train.html#_autocast', 'ael_nb/train.py'),
                               'ael_nb.train.average_buffers': ('train.html#average_buffers', 'ael_nb/train.py'),
                               'ael_nb.train.init_distributed': ('train.html#init_distributed', 'ael_nb/train.py'),
+                              'ael_nb.train.peak_memory_gb': ('train.html#peak_memory_gb', 'ael_nb/train.py'),
+                              'ael_nb.train.rank_values': ('train.html#rank_values', 'ael_nb/train.py'),
                               'ael_nb.train.setup': ('train.html#setup', 'ael_nb/train.py'),
                               'ael_nb.train.train': ('train.html#train', 'ael_nb/train.py')},
             'ael_nb.transforms': { 'ael_nb.transforms._bilinear_axis': ('transforms.html#_bilinear_axis', 'ael_nb/transforms.py'),
