@@ -337,7 +337,7 @@ def validate(cfg: Config) -> Config:
     if not bad and any(s > w for s, w in zip(e.stride, e.window)):
         bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} (pixels between windows would get no prediction)")
     if not bad and cfg.data.batch_size % cfg.optim.accum_steps:
-        bad.append(f"data.batch_size={cfg.data.batch_size} must be divisible by optim.accum_steps={cfg.optim.accum_steps}")
+        bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by optim.accum_steps={cfg.optim.accum_steps}")
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
 
