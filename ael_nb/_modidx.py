@@ -156,6 +156,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'ael_nb.datasets.make_lut': ('datasets.html#make_lut', 'ael_nb/datasets.py'),
                                  'ael_nb.datasets.read_image': ('datasets.html#read_image', 'ael_nb/datasets.py'),
                                  'ael_nb.datasets.read_label': ('datasets.html#read_label', 'ael_nb/datasets.py'),
+                                 'ael_nb.datasets.require_samples': ('datasets.html#require_samples', 'ael_nb/datasets.py'),
                                  'ael_nb.datasets.voc_palette': ('datasets.html#voc_palette', 'ael_nb/datasets.py')},
             'ael_nb.evaluate': { 'ael_nb.evaluate._autocast': ('evaluate.html#_autocast', 'ael_nb/evaluate.py'),
                                  'ael_nb.evaluate._first': ('evaluate.html#_first', 'ael_nb/evaluate.py'),
