@@ -154,6 +154,8 @@ def ael_eval(argv=None):
     return guarded('ael-eval', a.debug, lambda: _eval(a))
 
 def _eval(a):
+    if a.json and Path(a.json).is_dir(): raise DataError(a.json, 'is a folder; --json takes a file name')
+    if a.save_dir and Path(a.save_dir).exists() and not Path(a.save_dir).is_dir(): raise DataError(a.save_dir, 'is a file; --save-dir takes a folder')
     device = check_device(a.device)
     model, info, cfg, which = load_model(a.checkpoint, a.model, device)
     if a.dataset: cfg.data.dataset = a.dataset

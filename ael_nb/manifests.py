@@ -47,14 +47,14 @@ SPLITS = {   # dataset -> {split: number of images (None: any)}; the first split
     'voc': {'train_aug': 10582, 'train': 1464, 'val': 1449},
     'ade20k': {'training': 20210, 'validation': 2000},
     'camvid': {'train': 367, 'val': 101, 'test': 233},
-    'synthetic': {'train': None, 'val': None},
+    'synthetic': {'train': None, 'val': None, 'test': None},
 }
 ID_SHAPES = {   # dataset -> (regular expression of an id, an example)
     'cityscapes': (r'[a-z-]+_\d{6}_\d{6}', 'aachen_000000_000019'),
     'voc': (r'\d{4}_\d{6}', '2007_000032'),
     'ade20k': (r'ADE_(train|val)_\d{8}', 'ADE_train_00000001'),
     'camvid': (r'(0001TP|0006R0|0016E5|Seq05VD)_f?\d+', '0001TP_006690'),
-    'synthetic': (r'syn_(train|val)_\d{5}', 'syn_train_00000'),
+    'synthetic': (r'syn_(train|val|test)_\d{5}', 'syn_train_00000'),
 }
 
 def default_split(dataset: str) -> str:
