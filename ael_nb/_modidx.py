@@ -92,6 +92,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.cutmix.adaptive_cutmix': ('cutmix.html#adaptive_cutmix', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.box_mask': ('cutmix.html#box_mask', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.cell_counts': ('cutmix.html#cell_counts', 'ael_nb/cutmix.py'),
+                               'ael_nb.cutmix.class_mask': ('cutmix.html#class_mask', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.component_ids': ('cutmix.html#component_ids', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.cutmix': ('cutmix.html#cutmix', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.cutmix_box_mask': ('cutmix.html#cutmix_box_mask', 'ael_nb/cutmix.py'),

@@ -14,7 +14,7 @@ from .transforms import draw, other_index
 
 # %% auto #0
 __all__ = ['random_boxes', 'box_mask', 'cutmix_box_mask', 'paste', 'cutmix', 'sample_classes', 'pick_uniform', 'ClassTable',
-           'component_ids', 'mask_boxes', 'cell_counts', 'region_boxes', 'acm_boxes', 'adaptive_cutmix']
+           'component_ids', 'mask_boxes', 'cell_counts', 'region_boxes', 'class_mask', 'acm_boxes', 'adaptive_cutmix']
 
 # %% ../nbs/13_cutmix.ipynb #8a8b23d7
 def random_boxes(
@@ -263,6 +263,20 @@ def region_boxes(
     if stride > 1: chosen = chosen.repeat_interleave(stride, 1).repeat_interleave(stride, 2)[:, :H, :W] & mask
     return mask_boxes(chosen), found
 
+# %% ../nbs/13_cutmix.ipynb #e3b8d9f0
+def class_mask(
+    probs: torch.Tensor,  # [B,C,H,W] probabilities or logits
+    classes: torch.Tensor,  # long [B] one class per map
+) -> torch.Tensor:  # bool [B,H,W]: probs.argmax(1) == classes[b]
+    "Where each map's argmax is its class (ties to the lower class, as `argmax`), without a full argmax."
+    B = probs.shape[0]
+    c = torch.as_tensor(classes, device=probs.device).long().view(B, 1, 1, 1)
+    top = probs.amax(1, keepdim=True)
+    m = (probs.gather(1, c.expand(B, 1, *probs.shape[2:])) == top)[:, 0]
+    b, y, x = m.nonzero(as_tuple=True)
+    m[b, y, x] = probs[b, :, y, x].argmax(1) == c.view(-1)[b]   # ties: the first maximum wins
+    return m
+
 # %% ../nbs/13_cutmix.ipynb #5d9f5341
 def acm_boxes(
     src_probs: torch.Tensor,  # [B,C,H,W] teacher's probabilities (or logits) on the sources
@@ -275,7 +289,7 @@ def acm_boxes(
 ) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found: True = class region, False = fallback)
     "Adaptive CutMix's box per source: a region of class `classes[i]` (appendix A), else a random box."
     B, _, H, W = src_probs.shape
-    cls = src_probs.argmax(1) == torch.as_tensor(classes, device=src_probs.device).view(B, 1, 1)
+    cls = class_mask(src_probs, classes)
     if src_valid is not None: cls = cls & src_valid
     boxes, found = region_boxes(cls, generator, min_area, stride)
     return torch.where(found[:, None], boxes, random_boxes(B, H, W, fallback_area, generator, src_probs.device)), found

@@ -12,9 +12,12 @@
     ends only when the next step's images are loaded) and with them loaded inside the step (`data.acm_prefetch=false`).
 (b) `components`: each AEL component alone at the paper's scale (batch 16 of 769x769, 19 classes) vs one
     forward+backward of the network on the same input (what fits on the device: see the JSON's `model` entry).
+    ACM's region search is timed at stride 4 (the kit's default) and 1 (pixels), and next to the authors'
+    per-image scikit-image routine (bench/acm_reference.py) on the same input.
 (c) `memory`: peak memory of training steps per method, each in a fresh subprocess (CPU: ru_maxrss; CUDA:
     torch.cuda.max_memory_allocated).
-Writes bench/results/cost_<device>.json and cost_<device>.md."""
+Writes bench/results/cost_<device>.json and cost_<device>.md. Run as `python bench/cost.py` (its folder is then on
+the import path, for grid.py and acm_reference.py); ael_nb is imported from the installed package."""
 from __future__ import annotations
 import argparse, contextlib, datetime as dt, functools, gc, json, os, platform, resource, statistics, subprocess, sys, time
 from pathlib import Path
@@ -22,7 +25,6 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / 'results'
-sys.path.insert(0, str(BENCH)); sys.path.insert(0, str(REPO))
 
 import torch
 
@@ -161,7 +163,9 @@ def part_components(args, device) -> dict:
     from ael_nb.sampling import sampling_prob
     from ael_nb.aes import aes_rates, aes_mask
     from ael_nb.losses import dr_weights, unsup_loss
-    from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, cutmix
+    from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, acm_boxes, cutmix
+    import numpy as np
+    from acm_reference import authors_acm_boxes
     from ael_nb.copy_paste import adaptive_copy_paste
     from ael_nb.model import build_model
     from ael_nb.core import make_generator
@@ -185,13 +189,20 @@ def part_components(args, device) -> dict:
     keep = aes_mask(pseudo, aes_rates(conf), generator=g)
     student_logits = torch.randn(B, C, H, W, device=dev, requires_grad=True)
     r = dict(setting=dict(batch=B, size=[H, W], classes=C, reps=args.reps, threads=torch.get_num_threads()), components={})
+    rng = np.random.default_rng(0)
+    AUTHORS = "ACM region search: authors' routine (per image, CPU, scikit-image)"
+    KIT = {s: f'ACM region search: kit, stride {s}' + (' (default)' if s == 4 else ' (pixels)') for s in (4, 1)}
     comps = {
         'bank update (Eq. 3-6)': lambda: bank.update(probs, labels),
         'class table update': lambda: table.update(idx, pseudo),
         'AES rates + mask (Eq. 8-9)': lambda: aes_mask(pseudo, aes_rates(conf), generator=g),
         'DR weights (Eq. 10)': lambda: dr_weights(probs, 2.0, keep),
         'ACM: sample classes + images (table)': lambda: table.sample_images(sample_classes(sampling_prob(conf), B, g), g),
-        'ACM: adaptive_cutmix (regions + paste)': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g),
+        KIT[4]: lambda: acm_boxes(src_probs, classes, g, stride=4),
+        KIT[1]: lambda: acm_boxes(src_probs, classes, g, stride=1),
+        AUTHORS: lambda: authors_acm_boxes(src_probs, classes, rng),
+        'ACM: adaptive_cutmix (region search + paste), stride 4': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g, stride=4),
+        'ACM: adaptive_cutmix (region search + paste), stride 1': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g, stride=1),
         'plain CutMix (basic framework)': lambda: cutmix(images, probs, generator=g),
         'ACP: adaptive_copy_paste (K=3)': lambda: adaptive_copy_paste(images, labels, sampling_prob(conf), k=3, generator=g),
         'unsup loss Eq. 11 fwd+bwd (not AEL-specific)': lambda: unsup_loss(student_logits, pseudo, keep.float()).backward(),
@@ -200,6 +211,13 @@ def part_components(args, device) -> dict:
         try: r['components'][name] = timeit(fn, device, reps=args.reps, warmup=1)
         except RuntimeError as e: r['components'][name] = dict(error=str(e)[:200])
         print(f"  {name}: {r['components'][name]}", flush=True)
+    # the three searches choose among the same regions: found (a region above min_area exists) per image
+    found = {'kit stride 4': acm_boxes(src_probs, classes, g, stride=4)[1].cpu().tolist(),
+             'kit stride 1': acm_boxes(src_probs, classes, g, stride=1)[1].cpu().tolist(),
+             'authors': authors_acm_boxes(src_probs, classes, rng)[1].tolist()}
+    r['acm_found'] = dict(found, classes=classes.cpu().tolist())
+    if all('median_s' in r['components'][k] for k in (AUTHORS, *KIT.values())):
+        r['acm_kit_over_authors'] = {f'stride {s}': r['components'][k]['median_s'] / r['components'][AUTHORS]['median_s'] for s, k in KIT.items()}
     del student_logits, probs, src_probs; gc.collect()
     # the network on the same input: as much of it as fits
     model_specs = ([('resnet101', 8, B), ('resnet101', 8, B // 2), ('resnet101', 8, 2), ('resnet50', 16, 2)] if dev.type == 'cuda'
@@ -310,6 +328,14 @@ def markdown(r: dict) -> str:
         for k, v in c['components'].items():
             if 'median_s' in v: L.append(f"| {k} | {v['median_s']:.4f} | {c.get('ratio_to_model_fwd_bwd', {}).get(k, float('nan')):.4f} |")
             else: L.append(f"| {k} | error: {v['error'][:60]} | |")
+        if 'acm_kit_over_authors' in c:
+            f = c['acm_found']; n = len(f['authors'])
+            L += ['', "ACM region search (teacher argmax == class, components, a random one above r* = 0.5% of the image, its box, "
+                  "else a random half-image box), kit / authors' per-image scikit-image routine (bench/acm_reference.py) on the same "
+                  "input: " + ', '.join(f"{k}: {v:.3f}" for k, v in c['acm_kit_over_authors'].items()) + '. '
+                  f"Images with a region above r* (of {n}; the rest take the fallback box): kit stride 1 {sum(f['kit stride 1'])}, "
+                  f"kit stride 4 {sum(f['kit stride 4'])}, authors {sum(f['authors'])}; kit stride 1 and authors agree on "
+                  f"{sum(a == b for a, b in zip(f['kit stride 1'], f['authors']))} of {n}."]
         L.append('')
     if 'memory' in r:
         L += ['## (c) peak memory of a training step (3 steps, fresh process per method)\n']
