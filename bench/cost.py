@@ -165,7 +165,9 @@ def part_components(args, device) -> dict:
     from ael_nb.losses import dr_weights, unsup_loss
     from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, acm_boxes, cutmix
     import numpy as np
-    from acm_reference import authors_acm_boxes
+    try: from acm_reference import authors_acm_boxes          # needs scikit-image (the `dev` extra)
+    except ImportError as e:
+        def authors_acm_boxes(*a, _e=e): raise RuntimeError(f"bench/acm_reference.py: {_e} (pip install scikit-image)")
     from ael_nb.copy_paste import adaptive_copy_paste
     from ael_nb.model import build_model
     from ael_nb.core import make_generator
@@ -212,11 +214,9 @@ def part_components(args, device) -> dict:
         except RuntimeError as e: r['components'][name] = dict(error=str(e)[:200])
         print(f"  {name}: {r['components'][name]}", flush=True)
     # the three searches choose among the same regions: found (a region above min_area exists) per image
-    found = {'kit stride 4': acm_boxes(src_probs, classes, g, stride=4)[1].cpu().tolist(),
-             'kit stride 1': acm_boxes(src_probs, classes, g, stride=1)[1].cpu().tolist(),
-             'authors': authors_acm_boxes(src_probs, classes, rng)[1].tolist()}
-    r['acm_found'] = dict(found, classes=classes.cpu().tolist())
     if all('median_s' in r['components'][k] for k in (AUTHORS, *KIT.values())):
+        r['acm_found'] = dict(classes=classes.cpu().tolist(), authors=authors_acm_boxes(src_probs, classes, rng)[1].tolist(),
+                              **{f'kit stride {s}': acm_boxes(src_probs, classes, g, stride=s)[1].cpu().tolist() for s in KIT})
         r['acm_kit_over_authors'] = {f'stride {s}': r['components'][k]['median_s'] / r['components'][AUTHORS]['median_s'] for s, k in KIT.items()}
     del student_logits, probs, src_probs; gc.collect()
     # the network on the same input: as much of it as fits
