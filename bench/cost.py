@@ -39,6 +39,19 @@ def timeit(fn, device, reps=5, warmup=1) -> dict:
         sync(device); t = time.perf_counter(); fn(); sync(device); ts.append(time.perf_counter() - t)
     return dict(median_s=statistics.median(ts), min_s=min(ts), reps=reps)
 
+def timeit_interleaved(fns: dict, device, reps=5, warmup=1) -> dict:
+    "`timeit` of several functions in turn, round by round, so that a change of machine load hits each alike."
+    ts, out = {k: [] for k in fns}, {}
+    for _ in range(warmup):
+        for k, fn in fns.items():
+            try: fn(); sync(device)
+            except RuntimeError as e: out[k] = dict(error=str(e)[:200]); ts.pop(k, None)
+    for _ in range(reps):
+        for k in ts:
+            sync(device); t = time.perf_counter(); fns[k](); sync(device); ts[k].append(time.perf_counter() - t)
+    out.update({k: dict(median_s=statistics.median(v), min_s=min(v), reps=reps, interleaved=True) for k, v in ts.items()})
+    return {k: out[k] for k in fns}
+
 # ------------------------------------------------------------------ training setting shared by (a) and (c)
 SET = []   # extra config overrides for (a) and (c), from --set
 
@@ -209,10 +222,8 @@ def part_components(args, device) -> dict:
         'ACP: adaptive_copy_paste (K=3)': lambda: adaptive_copy_paste(images, labels, sampling_prob(conf), k=3, generator=g),
         'unsup loss Eq. 11 fwd+bwd (not AEL-specific)': lambda: unsup_loss(student_logits, pseudo, keep.float()).backward(),
     }
-    for name, fn in comps.items():
-        try: r['components'][name] = timeit(fn, device, reps=args.reps, warmup=1)
-        except RuntimeError as e: r['components'][name] = dict(error=str(e)[:200])
-        print(f"  {name}: {r['components'][name]}", flush=True)
+    r['components'] = timeit_interleaved(comps, device, reps=args.reps, warmup=1)
+    for name, v in r['components'].items(): print(f"  {name}: {v}", flush=True)
     # the three searches choose among the same regions: found (a region above min_area exists) per image
     if all('median_s' in r['components'][k] for k in (AUTHORS, *KIT.values())):
         r['acm_found'] = dict(classes=classes.cpu().tolist(), authors=authors_acm_boxes(src_probs, classes, rng)[1].tolist(),
@@ -316,7 +327,8 @@ def markdown(r: dict) -> str:
     if 'components' in r:
         c = r['components']; st = c['setting']
         L += [f"## (b) each component alone at paper scale\n",
-              f"Batch {st['batch']} of {st['size'][0]}x{st['size'][1]}, {st['classes']} classes, {st['threads']} thread(s), median of {st['reps']}. "]
+              f"Batch {st['batch']} of {st['size'][0]}x{st['size'][1]}, {st['classes']} classes, {st['threads']} thread(s), median of {st['reps']}"
+              + (" (components timed in turn, round by round)" if any(v.get('interleaved') for v in c['components'].values()) else '') + '. ']
         if 'model' in c:
             m = c['model']
             L.append(f"Reference: forward+backward of DeepLabv3+ {m['backbone']} OS{m['output_stride']}{' deep stem' if m['deep_stem'] else ''} "
