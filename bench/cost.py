@@ -176,7 +176,7 @@ def part_components(args, device) -> dict:
     from ael_nb.sampling import sampling_prob
     from ael_nb.aes import aes_rates, aes_mask
     from ael_nb.losses import dr_weights, unsup_loss
-    from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, acm_boxes, cutmix
+    from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, acm_boxes, class_mask, cutmix
     import numpy as np
     try: from acm_reference import authors_acm_boxes          # needs scikit-image (the `dev` extra)
     except ImportError as e:
@@ -207,6 +207,7 @@ def part_components(args, device) -> dict:
     rng = np.random.default_rng(0)
     AUTHORS = "ACM region search: authors' routine (per image, CPU, scikit-image)"
     KIT = {s: f'ACM region search: kit, stride {s}' + (' (default)' if s == 4 else ' (pixels)') for s in (4, 1)}
+    MASK = {'kit': 'ACM class mask alone: kit (class_mask)', 'authors': "ACM class mask alone: torch argmax == class (authors')"}
     comps = {
         'bank update (Eq. 3-6)': lambda: bank.update(probs, labels),
         'class table update': lambda: table.update(idx, pseudo),
@@ -216,6 +217,8 @@ def part_components(args, device) -> dict:
         KIT[4]: lambda: acm_boxes(src_probs, classes, g, stride=4),
         KIT[1]: lambda: acm_boxes(src_probs, classes, g, stride=1),
         AUTHORS: lambda: authors_acm_boxes(src_probs, classes, rng),
+        MASK['kit']: lambda: class_mask(src_probs, classes),
+        MASK['authors']: lambda: src_probs.argmax(1) == classes.view(B, 1, 1),
         'ACM: adaptive_cutmix (region search + paste), stride 4': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g, stride=4),
         'ACM: adaptive_cutmix (region search + paste), stride 1': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g, stride=1),
         'plain CutMix (basic framework)': lambda: cutmix(images, probs, generator=g),
@@ -228,7 +231,10 @@ def part_components(args, device) -> dict:
     if all('median_s' in r['components'][k] for k in (AUTHORS, *KIT.values())):
         r['acm_found'] = dict(classes=classes.cpu().tolist(), authors=authors_acm_boxes(src_probs, classes, rng)[1].tolist(),
                               **{f'kit stride {s}': acm_boxes(src_probs, classes, g, stride=s)[1].cpu().tolist() for s in KIT})
-        r['acm_kit_over_authors'] = {f'stride {s}': r['components'][k]['median_s'] / r['components'][AUTHORS]['median_s'] for s, k in KIT.items()}
+        t = {k: v['median_s'] for k, v in r['components'].items() if 'median_s' in v}
+        r['acm_kit_over_authors'] = {f'stride {s}': t[k] / t[AUTHORS] for s, k in KIT.items()}
+        if all(k in t for k in MASK.values()):   # the search proper: each routine less its class mask
+            r['acm_kit_over_authors_without_mask'] = {f'stride {s}': (t[k] - t[MASK['kit']]) / (t[AUTHORS] - t[MASK['authors']]) for s, k in KIT.items()}
     del student_logits, probs, src_probs; gc.collect()
     # the network on the same input: as much of it as fits
     model_specs = ([('resnet101', 8, B), ('resnet101', 8, B // 2), ('resnet101', 8, 2), ('resnet50', 16, 2)] if dev.type == 'cuda'
@@ -344,7 +350,10 @@ def markdown(r: dict) -> str:
             f = c['acm_found']; n = len(f['authors'])
             L += ['', "ACM region search (teacher argmax == class, components, a random one above r* = 0.5% of the image, its box, "
                   "else a random half-image box), kit / authors' per-image scikit-image routine (bench/acm_reference.py) on the same "
-                  "input: " + ', '.join(f"{k}: {v:.3f}" for k, v in c['acm_kit_over_authors'].items()) + '. '
+                  "input: " + ', '.join(f"{k}: {v:.3f}" for k, v in c['acm_kit_over_authors'].items())
+                  + ('; each less its class mask (the rows \"class mask alone\"): '
+                     + ', '.join(f"{k}: {v:.3f}" for k, v in c['acm_kit_over_authors_without_mask'].items())
+                     if 'acm_kit_over_authors_without_mask' in c else '') + '. '
                   f"Images with a region above r* (of {n}; the rest take the fallback box): kit stride 1 {sum(f['kit stride 1'])}, "
                   f"kit stride 4 {sum(f['kit stride 4'])}, authors {sum(f['authors'])}; kit stride 1 and authors agree on "
                   f"{sum(a == b for a, b in zip(f['kit stride 1'], f['authors']))} of {n}."]
