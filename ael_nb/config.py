@@ -104,6 +104,7 @@ class MethodConfig:
     cp_scale: tuple[float, float] = (0.1, 2.0)  # ACP: large-scale jittering of the source
     cp_sqrt: bool = False                   # ACP: softmax(sqrt(1-conf)) as in the authors' code
     cp_exclude: tuple[int, ...] = ()        # class ids never pasted
+    acm_stride: int = 4                     # ACM: find class regions on 4x4 cells (the network's output resolution; 0.24% of a paper-scale step); 1 = per pixel (authors)
     acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image); None: r_star (authors' Cityscapes code: table 0.01, regions 0.005)
     acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' arrangement, half the unlabeled batch are targets and ACM's sources take the other half's place
     # the authors' code, where it differs from the paper's text (all switches; `AUTHORS` sets them)
@@ -321,7 +322,7 @@ RANGES = {
     'method.tau': _num(0, 1, hi_open=True), 'method.bank_init': _opt(_PROB), 'method.gamma': _num(0), 'method.beta': _num(0),
     'method.temperature': _num(0, lo_open=True), 'method.r_star': _PROB, 'method.acm_exclude': _each(_int(0)),
     'method.k': _int(1), 'method.cp_prob': _PROB, 'method.cp_scale': _ordered(_num(0, lo_open=True)),
-    'method.cp_exclude': _each(_int(0)), 'method.acm_min_area': _opt(_PROB),
+    'method.cp_exclude': _each(_int(0)), 'method.acm_min_area': _opt(_PROB), 'method.acm_stride': _int(1),
     'eval.window': _each(_int(1)), 'eval.stride': _each(_int(1)), 'eval.crop': _each(_int(1)), 'eval.interval': _int(0),
     'eval.models': ((lambda v: isinstance(v, (tuple, list)) and 0 < len(v) == len(set(v)) and set(v) <= {'teacher', 'student'}),
                     "'teacher', 'student' or both (at least one, no repeats)"),
