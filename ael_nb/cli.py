@@ -5,7 +5,7 @@ with a chosen protocol, segment a folder of images."""
 
 # %% ../nbs/22_cli.ipynb #415f524f
 from __future__ import annotations
-import argparse, json, re, sys, time
+import argparse, json, os, re, sys, time
 from pathlib import Path
 import numpy as np
 import torch
@@ -32,8 +32,8 @@ def train_parser() -> argparse.ArgumentParser:
                "           (ael-train --keys lists them). Order: preset < --config < flags < overrides.\n"
                "examples:\n  ael-train                                  # AEL on synthetic scenes, CPU, a few minutes\n"
                "  ael-train --method cutmix --out runs/base\n"
-               "  ael-train --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/1-16_fold0.json\n"
-               "  torchrun --nproc_per_node 8 $(which ael-train) --preset cityscapes ...   # DDP")
+               "  ael-train --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/unimatch_1_16.json\n"
+               "  torchrun --nproc_per_node 8 --standalone --no-python ael-train --preset cityscapes ...   # DDP (or: ael-launch --gpus 8 ...)")
     p.add_argument('overrides', nargs='*', help='key=value configuration overrides')
     p.add_argument('--preset', default='cpu', choices=list(PRESETS), help='named preset (default: cpu)')
     p.add_argument('--config', help='YAML file with (part of) a configuration')
@@ -94,15 +94,17 @@ def _train(a):
     if a.show_config:
         import yaml; print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
     check_device(cfg.run.device, 'run.device')
+    main = is_main() and os.environ.get('RANK', '0') == '0'   # decided now: train() ends the process group, then every rank is "rank 0"
     s = train(cfg)
-    if is_main() and 'table' in s:
+    if not main: return 0
+    if 'table' in s:
         print(f"\n{s['method']} ({s['preset']} preset), {s['it']} steps in {s['time_s']:.0f} s, split {s['manifest']} ({s['manifest_hash']})")
         print(f"per-class IoU (%), {cfg.eval.protocol} evaluation on {cfg.data.dataset} {cfg.data.val_split}:\n")
         print(s['table'])
         for name, m in s['last'].items():
             print(f"{name:8s} mIoU {100 * m['miou']:.1f}  head {100 * m['head_miou']:.1f}  tail {100 * m['tail_miou']:.1f}")
         b = s['best']; print(f"best     mIoU {100 * b['miou']:.1f} ({b.get('model')}, step {b['it']})   run directory: {s['run_dir']}")
-    elif is_main(): print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
+    else: print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
     return 0
 
 # %% ../nbs/22_cli.ipynb #087f0a04
