@@ -416,7 +416,8 @@ def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
 # %% ../nbs/14_config.ipynb #8ffb4b58
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
                    'method.acm_targets=half', 'optim.loss_per_rank=true', 'method.absent_as_zero=true',
-                   'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true', 'method.unsup_per_image=false']
+                   'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true', 'method.unsup_per_image=false',
+                   'method.acm_stride=1']
 AUTHORS = dict(cityscapes=_AUTHORS_COMMON + ['method.r_star=0.01', 'method.acm_min_area=0.005'],
                voc=_AUTHORS_COMMON + ['method.cp_exclude=0,1,2,8,10'])
 
