@@ -91,7 +91,7 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     created = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
-    check_micro_batches(cfg)
+    check_micro_batches(cfg, device.type)
     seed_everything(cfg.run.seed)
     out = Path(cfg.run.out)
     data = build_data(cfg)                                         # fails here on bad files
