@@ -52,7 +52,7 @@ class ModelConfig:
     pretrained: str|None = None             # 'imagenet' (torchvision's), a backbone checkpoint path, or none (from scratch)
     dropout: float = 0.1                    # dropout before the classifier
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
-    checkpointing: bool = False             # recompute each ResNet block's activations in the backward pass (less memory, ~1/3 more compute)
+    checkpointing: bool = False             # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward per step)
 
 @dataclass
 class OptimConfig:
