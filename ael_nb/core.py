@@ -13,9 +13,9 @@ import torch
 import torch.distributed as dist
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'DatasetInfo', 'DataError', 'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum',
-           'all_reduce_max', 'atomic_save', 'atomic_write_text', 'sha256_file', 'seed_everything', 'rng_state',
-           'set_rng_state', 'make_generator']
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'dist_ready', 'rank', 'world_size', 'is_main',
+           'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text', 'sha256_file', 'seed_everything',
+           'rng_state', 'set_rng_state', 'make_generator']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -43,6 +43,9 @@ class DatasetInfo:
 class DataError(ValueError):
     "A problem with a file on disk: the message names the file and what is wrong with it."
     def __init__(self, path, problem): super().__init__(f"{path}: {problem}"); self.path, self.problem = str(path), problem
+
+# %% ../nbs/00_core.ipynb #9a865121
+EXIT_REQUEUE = 75  # exit status after a checkpoint on SIGTERM/SIGUSR1/SIGINT: a scheduler requeues the job
 
 # %% ../nbs/00_core.ipynb #7c5dbb46
 def dist_ready() -> bool:
