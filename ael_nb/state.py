@@ -160,7 +160,7 @@ def load_checkpoint(S: TrainState, path) -> TrainState:
     S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler']); S.scaler.load_state_dict(ck['scaler'])
     S.bank.load_state_dict(ck['bank'])
     if S.table is not None and ck['table'] is not None: S.table.load_state_dict(ck['table'])
-    ranks = ck['ranks']
+    ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]   # before 2026-11-26: rank 0's state only
     if len(ranks) != world_size() and is_main():
         warnings.warn(f"resuming {path} (written by {len(ranks)} processes) on {world_size()}: data order and ACM draws differ from the original run")
     mine = ranks[rank()] if rank() < len(ranks) else dict(ranks[0], acm_next=None, acc={})
