@@ -102,16 +102,29 @@ def _ddp_worker(rank, world, port, out):
     res = dict(full=train(get_config('cpu', overrides=ov + [f'run.out={out}/full'])),
                part=train(get_config('cpu', overrides=ov + [f'run.out={out}/part', 'run.stop_at=5'])),
                rest=train(get_config('cpu', overrides=ov + [f'run.out={out}/part', 'run.resume=true'])))
+    step = Run.step
+    def sigterm_to_rank_1(self, trace=None):                   # a signal that reaches one rank only
+        r = step(self, trace)
+        if self.it == 2 and rank == 1: os.kill(os.getpid(), signal.SIGTERM)
+        return r
+    Run.step = sigterm_to_rank_1
+    try: train(get_config('cpu', overrides=ov + [f'run.out={out}/sig']))
+    except Preempted as e: stopped = str(e)
+    Run.step = step
+    res['sig'] = train(get_config('cpu', overrides=ov + [f'run.out={out}/sig', 'run.resume=true']))
     Path(out, f'rank{rank}.json').write_text(json.dumps({k: dict(it=s['it'], weights=s['weights'], teacher=s['teacher_weights'],
-                                                                 conf=s['conf']) for k, s in res.items()}))
+                                                                 conf=s['conf']) for k, s in res.items()} | dict(stopped=stopped)))
     dist.destroy_process_group()
 
 def test_ddp_stop_and_resume_equals_uninterrupted(tmp_path):
+    "stop_at=5 then resume; a SIGTERM to rank 1 alone: both ranks stop after the same step, and both resume exactly."
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]
     mp.spawn(_ddp_worker, args=(2, port, str(tmp_path)), nprocs=2, join=True)
     r = [json.loads((tmp_path / f'rank{i}.json').read_text()) for i in (0, 1)]
     assert r[0]['part']['it'] == 5 and r[0]['rest']['it'] == r[0]['full']['it'] == 10
     assert r[0]['rest'] == r[0]['full'] == r[1]['rest'] == r[1]['full']     # weights, teacher, bank: every rank
+    assert r[0]['stopped'].startswith('a stop signal to another rank at step 3') and r[1]['stopped'].startswith('SIGTERM at step 3')
+    assert r[0]['sig'] == r[1]['sig'] == r[0]['full']                       # both stopped at step 3 and resumed exactly
     assert len(read_checkpoint(tmp_path / 'part' / 'latest.pth')['ranks']) == 2    # each rank's ACM draw is kept
     assert strip(read_metrics(tmp_path / 'part')) == strip(read_metrics(tmp_path / 'full'))
 
