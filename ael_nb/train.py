@@ -233,6 +233,8 @@ def eval_due(self: Run) -> bool:
 def finish(self: Run) -> dict:
     "The final summary (also `summary.json`), with the per-class table and plots when the schedule is complete; closes the run."
     S, cfg = self.S, self.cfg
+    if self.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
+        raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; the run did not recover")
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
     summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters,
                    time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,

@@ -64,9 +64,10 @@ def child(tmp_path, mode, at, out, *extra, **kw):
 
 
 # 1. divergence
-def test_diverged_run_fails_and_saves_nothing_poisoned(tmp_path):
+@pytest.mark.parametrize('policy', ['stop', 'skip'])
+def test_diverged_run_fails_and_saves_nothing_poisoned(tmp_path, policy):
     with pytest.raises(Diverged, match=r'step \d+.*non-finite') as e:
-        train(tiny(tmp_path, 'optim.lr=1e6', 'optim.iters=4', 'eval.interval=1'))
+        train(tiny(tmp_path, 'optim.lr=1e6', 'optim.iters=4', 'eval.interval=1', f'run.on_nonfinite={policy}'))
     assert e.value.exit_code == 1
     assert not (tmp_path / 'summary.json').exists()
     for name in ('latest.pth', 'best.pth'):                   # whatever was saved before the divergence is finite
