@@ -163,6 +163,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.faults.Preempted': ('faults.html#preempted', 'ael_nb/faults.py'),
                                'ael_nb.faults.RunLock': ('faults.html#runlock', 'ael_nb/faults.py'),
                                'ael_nb.faults.RunLock.__init__': ('faults.html#runlock.__init__', 'ael_nb/faults.py'),
+                               'ael_nb.faults.RunLock._beat': ('faults.html#runlock._beat', 'ael_nb/faults.py'),
+                               'ael_nb.faults.RunLock._live': ('faults.html#runlock._live', 'ael_nb/faults.py'),
                                'ael_nb.faults.RunLock._owner': ('faults.html#runlock._owner', 'ael_nb/faults.py'),
                                'ael_nb.faults.RunLock.acquire': ('faults.html#runlock.acquire', 'ael_nb/faults.py'),
                                'ael_nb.faults.RunLock.release': ('faults.html#runlock.release', 'ael_nb/faults.py'),

@@ -122,13 +122,23 @@ def _alive(pid: int) -> bool:
     except PermissionError: return True
     return True
 
+_HELD: set[str] = set()    # the locks this process holds
+
 class RunLock:
-    "`<out>/.lock` with this host and process id while a run owns `out`; a lock of a dead process on this host is taken over."
-    def __init__(self, out): self.path, self.held, self.took_over = Path(out) / '.lock', False, None
+    "`<out>/.lock` (host, process id) while a run owns `out`, refreshed every `beat_s` seconds; a dead owner's lock is taken over."
+    STALE_S = 300          # a lock from another host not refreshed for this long belongs to a dead run
+
+    def __init__(self, out, beat_s: float = 30):
+        self.path, self.beat_s, self.held, self.took_over, self._stop = Path(out) / '.lock', beat_s, False, None, threading.Event()
 
     def _owner(self) -> dict|None:
         try: return json.loads(self.path.read_text())
         except (OSError, ValueError): return None      # vanished, or being written right now
+
+    def _live(self, o: dict, age: float) -> bool:
+        if o.get('host') != socket.gethostname(): return age < self.STALE_S          # cannot see its process: its heartbeat
+        if o.get('pid') == os.getpid(): return str(self.path.resolve()) in _HELD     # same pid: a restarted container, or us
+        return _alive(o.get('pid', -1))
 
     def acquire(self) -> RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,19 +146,27 @@ class RunLock:
         for _ in range(3):
             try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                o = self._owner()
-                if o is None and time.time() - self.path.stat().st_mtime < 10: time.sleep(0.5); continue
-                if o is not None and (o.get('host') != me['host'] or _alive(o.get('pid', -1))):
+                o, age = self._owner(), time.time() - self.path.stat().st_mtime
+                if o is None and age < 10: time.sleep(0.5); continue
+                if o is not None and self._live(o, age):
                     who = 'this process (a Run not closed: run.close())' if o == me else f"process {o.get('pid')} on {o.get('host')}"
                     raise DataError(self.path.parent, f"in use by {who}; wait for it, or delete {self.path} if that run is dead")
                 self.took_over = o; self.path.unlink(missing_ok=True); continue
             with os.fdopen(fd, 'w') as f: f.write(json.dumps(me))
-            self.held = True
+            self.held = True; _HELD.add(str(self.path.resolve()))
+            threading.Thread(target=self._beat, daemon=True, name='run-lock').start()
             return self
         raise DataError(self.path, 'cannot take the lock of the run folder')
 
+    def _beat(self):
+        while not self._stop.wait(self.beat_s):
+            try: os.utime(self.path)
+            except OSError: pass
+
     def release(self):
-        if self.held: self.path.unlink(missing_ok=True); self.held = False
+        if self.held:
+            self._stop.set(); _HELD.discard(str(self.path.resolve()))
+            self.path.unlink(missing_ok=True); self.held = False
 
 def partial_writes(out) -> list[Path]:
     "Hidden `.*.tmp` files in `out` and `out/traces`: atomic writes that a killed process never finished."
