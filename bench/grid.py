@@ -114,6 +114,8 @@ def cell_key(overrides: list[str]) -> str:
     d = to_dict(get_config('cpu', overrides=overrides))
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
     d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
+    for k in ('checkpoint_interval', 'checkpoint_minutes', 'overwrite'): d['run'].pop(k, None)           # no effect on the result
+    if d['run'].get('on_nonfinite') == 'stop': d['run'].pop('on_nonfinite'); d['run'].pop('max_skipped', None)  # added later; default: a diverged run fails
     if d['method'].get('alpha_rampup') == 0: d['method'].pop('alpha_rampup')   # added later; 0 = the earlier behaviour
     if d['data'].get('manifest'): d['data']['manifest'] = Path(d['data']['manifest']).name   # not the checkout path
     if d['method']['name'] == 'ael' and d['method']['acm']:   # ACM's sources, since the engine redesign (2026-11-26): drawn one step
@@ -131,7 +133,7 @@ def run_cell(spec_path: str):
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec['run_dir'])
     ov = spec['overrides'] + [f'run.out={out}']
-    if (out / 'latest.pth').exists(): ov.append('run.resume=true')
+    ov.append('run.resume=true' if (out / 'latest.pth').exists() else 'run.overwrite=true')   # a cell never checkpointed starts again
     cfg = get_config('cpu', overrides=ov)
     t0 = time.time()
     s = train(cfg)
