@@ -285,6 +285,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'ael_nb.show.class_stats': ('step_through.html#class_stats', 'ael_nb/show.py'),
                              'ael_nb.show.plot_bank_iou': ('step_through.html#plot_bank_iou', 'ael_nb/show.py'),
                              'ael_nb.show.readout_html': ('step_through.html#readout_html', 'ael_nb/show.py'),
+                             'ael_nb.show.rising_class': ('step_through.html#rising_class', 'ael_nb/show.py'),
                              'ael_nb.show.show_step': ('step_through.html#show_step', 'ael_nb/show.py')},
             'ael_nb.state': { 'ael_nb.state.AcmSources': ('state.html#acmsources', 'ael_nb/state.py'),
                               'ael_nb.state.AcmSources.__init__': ('state.html#acmsources.__init__', 'ael_nb/state.py'),

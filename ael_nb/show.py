@@ -20,7 +20,8 @@ from .runlog import compact_trace, read_metrics, evaluate_models
 from .train import setup
 
 # %% auto #0
-__all__ = ['class_stats', 'StepThrough', 'class_readout', 'readout_html', 'show_step', 'plot_bank_iou', 'StepThroughUI']
+__all__ = ['class_stats', 'StepThrough', 'class_readout', 'readout_html', 'rising_class', 'show_step', 'plot_bank_iou',
+           'StepThroughUI']
 
 # %% ../nbs/21_step_through.ipynb #5cb7c26c
 def class_stats(tr: Trace|dict,    # a step's trace (or a dict with the same keys)
@@ -98,10 +99,20 @@ def readout_html(d: dict) -> str:
          f"bank <b>{d['bank']:.3f}</b> ({d['change']:+.3f} since step {d['start']})")
     if 'r' in d: s += f" · sampling probability {d['r']:.3f}"
     if 'aes_rate' in d: s += f" · AES rate <b>{d['aes_rate']:.2f}</b> (head classes {d['head_aes_rate']:.2f})"
-    s += (f" · AES kept <b>{d['n_kept']}</b> of its {d['n_pixels']} pseudo-labeled pixels = <b>{pct(d['kept'])}</b>"
-          f" (head classes {pct(d['head_kept'])})")
+    s += (f" · AES kept <b>{d['n_kept']}</b> of its {d['n_pixels']} pseudo-labeled pixels = <b>{pct(d['kept'])}</b>" if d['n_pixels'] else
+          f" · the teacher pseudo-labeled no pixel as {html.escape(d['name'])} in this batch") + f" (head classes: AES kept {pct(d['head_kept'])})"
     if 'n_pasted' in d: s += f" · pasted {d['n_pasted']}x by Copy-Paste, drawn {d.get('n_sampled', 0)}x by CutMix this step"
     return s
+
+def rising_class(records: list[dict],  # in the shape of metrics.jsonl
+                 classes: list[int],    # candidates, e.g. the tail classes
+                 window: int = 30,      # steps to look back
+                ) -> int:
+    "Of `classes`, the one whose bank rose most over the last `window` steps of `records`: a class the run is learning now."
+    conf = [r for r in records if 'conf' in r]
+    if not conf: raise ValueError('the records hold no bank (no "conf" entry)')
+    past = next(r for r in conf if r['it'] >= conf[-1]['it'] - window)
+    return max(classes, key=lambda c: conf[-1]['conf'][c] - past['conf'][c])
 
 # %% ../nbs/21_step_through.ipynb #fe461eb1
 def _rgb(x) -> np.ndarray: return x.permute(1, 2, 0).numpy()
@@ -124,7 +135,8 @@ def _class_bars(ax, values, info, cls, title, before=None, uniform=False):
     if cls is not None: bars[cls].set_linewidth(2.5)
     if before is not None: ax.scatter(range(C), before, marker='_', s=200, color='k', zorder=3, label='before the step')
     if uniform: ax.axhline(1 / C, color='grey', ls=':', lw=1, label='uniform 1/C')
-    if before is not None or uniform: ax.legend(fontsize=7, loc='upper right')
+    ax.set_ylim(0, 1.3 * max(float(np.nanmax(np.asarray(values, dtype=float))), 1 / C if uniform else 0, 1e-6))   # room for the legend
+    if before is not None or uniform: ax.legend(fontsize=7, loc='upper left', frameon=False)
     ax.set_xticks(range(C)); ax.set_xticklabels(info.class_names, rotation=45, ha='right', fontsize=8)
     for c, lab in enumerate(ax.get_xticklabels()):
         if c in info.tail_classes: lab.set_color('red')
@@ -139,8 +151,10 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
     "A figure of one step: ACP, ACM, pseudo-label, AES keep mask and DR weights per image; bank, sampling probability and AES rate per class."
     t, names, pal = trace, info.class_names, info.palette
     n = min(n or 99, len(t['x_u']) if 'x_u' in t else len(t['x_l']))
-    fig = plt.figure(figsize=(14, 1.9 * n + 2.6))
-    gs = fig.add_gridspec(n + 1, 21, height_ratios=[1] * n + [1.25], hspace=0.55, wspace=0.4)
+    h = 2.0 * n + 2.7
+    fig = plt.figure(figsize=(13, h))
+    gs = fig.add_gridspec(n + 1, 21, height_ratios=[1] * n + [1.2], hspace=0.5, wspace=0.5,
+                          left=0.04, right=0.99, top=1 - 0.75 / h, bottom=0.75 / h)
     def off(ax, what): ax.text(0.5, 0.5, f'{what}:\nnot in this trace', ha='center', va='center', fontsize=8, transform=ax.transAxes)
     for i in range(n):
         ax = [fig.add_subplot(gs[i, 3 * j:3 * j + 3]) for j in range(7)]
