@@ -135,8 +135,9 @@ def _class_bars(ax, values, info, cls, title, before=None, uniform=False):
     if cls is not None: bars[cls].set_linewidth(2.5)
     if before is not None: ax.scatter(range(C), before, marker='_', s=200, color='k', zorder=3, label='before the step')
     if uniform: ax.axhline(1 / C, color='grey', ls=':', lw=1, label='uniform 1/C')
-    ax.set_ylim(0, 1.3 * max(float(np.nanmax(np.asarray(values, dtype=float))), 1 / C if uniform else 0, 1e-6))   # room for the legend
-    if before is not None or uniform: ax.legend(fontsize=7, loc='upper left', frameon=False)
+    legend = before is not None or uniform
+    ax.set_ylim(0, (1.3 if legend else 1.05) * max(float(np.nanmax(np.asarray(values, dtype=float))), 1 / C if uniform else 0, 1e-6))
+    if legend: ax.legend(fontsize=7, loc='upper left', frameon=False)
     ax.set_xticks(range(C)); ax.set_xticklabels(info.class_names, rotation=45, ha='right', fontsize=8)
     for c, lab in enumerate(ax.get_xticklabels()):
         if c in info.tail_classes: lab.set_color('red')
@@ -243,7 +244,7 @@ class StepThroughUI:
         if not st.traces: st.step()
         self.st, self._busy = st, False
         names, tail = st.info.class_names, st.info.tail_classes
-        self.k = W.Dropdown(options=[1, 2, 5, 10], value=k, description='k', layout=W.Layout(width='110px'))
+        self.k = W.Dropdown(options=[1, 2, 5, 10], value=k, description='k', layout=W.Layout(width='130px'), style=dict(description_width='25px'))
         self.button = W.Button(description=f'step ×{k}', button_style='primary', tooltip='advance real training k optimiser steps')
         self.slider = W.IntSlider(description='step', min=st.traces[0]['it'], max=st.traces[-1]['it'], value=st.traces[-1]['it'],
                                   continuous_update=False, layout=W.Layout(width='420px'))
