@@ -153,7 +153,7 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
     t, names, pal = trace, info.class_names, info.palette
     n = min(n or 99, len(t['x_u']) if 'x_u' in t else len(t['x_l']))
     h = 2.0 * n + 2.7
-    fig = plt.figure(figsize=(13, h))
+    fig = plt.figure(figsize=(13, h), dpi=80)
     gs = fig.add_gridspec(n + 1, 21, height_ratios=[1] * n + [1.2], hspace=0.5, wspace=0.5,
                           left=0.04, right=0.99, top=1 - 0.75 / h, bottom=0.75 / h)
     def off(ax, what): ax.text(0.5, 0.5, f'{what}:\nnot in this trace', ha='center', va='center', fontsize=8, transform=ax.transAxes)
