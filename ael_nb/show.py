@@ -192,9 +192,9 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
             im = ax[6].imshow(t['w'][i].float().numpy(), cmap='viridis', vmin=0, vmax=1); ax[6].set_title('DR weight (0..1)', fontsize=8)
         else: off(ax[6], 'DR weights')
         if cls is not None:                                              # the picked class, everywhere
-            for a in ax[:2]: _outline(a, y_l == cls, 'yellow', 1.5)
+            for a in ax[:2]: _outline(a, y_l == cls, 'cyan', 1.5)
             if y_hat is not None:
-                for a in ax[3:7]: _outline(a, y_hat == cls, 'yellow', 1.5)
+                for a in ax[3:7]: _outline(a, y_hat == cls, 'cyan', 1.5)
         for a in ax: a.set_xticks([]); a.set_yticks([])
     b = [fig.add_subplot(gs[n, 7 * j:7 * j + 6]) for j in range(3)]
     if 'bank_after' in t: _class_bars(b[0], t['bank_after'], info, cls, 'confidence bank (Eq. 6)', before=t.get('bank_before'))
@@ -205,7 +205,7 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
     if 'aes_rates' in t: _class_bars(b[2], t['aes_rates'], info, cls, 'AES rate s (Eq. 8)')
     else: off(b[2], 'AES rates')
     head = f"step {t['it']}" + (f", loss {t['loss']:.3f}" if 'loss' in t else '')
-    fig.suptitle(head + (f"; {names[cls]} outlined in yellow" if cls is not None else '') + '; red names: tail classes', fontsize=10)
+    fig.suptitle(head + (f"; {names[cls]} outlined in cyan" if cls is not None else '') + '; red names: tail classes', fontsize=10)
     return fig
 
 # %% ../nbs/21_step_through.ipynb #eb375574
@@ -217,7 +217,7 @@ def plot_bank_iou(records: list[dict], info: DatasetInfo,
                   start: int|None = None,    # step where stepping by hand began (a vertical line)
                  ):
     "Confidence bank per class over steps beside per-class IoU over steps; tail classes dashed."
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 3.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 3.6), dpi=80)
     conf = [r for r in records if 'conf' in r]
     evals = [r for r in records if 'eval' in r and model in r['eval']]
     for c, name in enumerate(info.class_names):
