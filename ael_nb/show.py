@@ -262,9 +262,12 @@ class StepThroughUI:
     def index(self) -> int: return self.slider.value - self.st.traces[0]['it']    # the traces are of consecutive steps
 
     def click(self, _=None):
-        "Advance `k` steps, move the slider to the newest, redraw."
+        "Advance `k` steps (no further than the run's last step), move the slider to the newest, redraw."
+        k = min(self.k.value, self.st.run.stop - self.st.it)
+        if k <= 0:
+            self.readout.value = f"the run has reached its last step ({self.st.it}); set optim.iters higher to go on"; return
         label, self.button.description, self.button.disabled = self.button.description, 'stepping...', True
-        try: self.st.step(self.k.value)
+        try: self.st.step(k)
         finally: self.button.description, self.button.disabled = label, False
         self._busy = True
         self.slider.max = self.st.traces[-1]['it']; self.slider.value = self.slider.max
