@@ -63,7 +63,7 @@ class OptimConfig:
     poly_power: float = 0.9                 # lr x (1 - it/iters)^power
     warmup_iters: int = 0                   # linear warm-up steps before the poly schedule
     accum_steps: int = 1                    # micro-batches accumulated per optimiser step
-    amp: Literal['none', 'bf16', 'fp16'] = 'none'  # autocast dtype; fp16 (CUDA only) adds a GradScaler
+    amp: Literal['none', 'bf16', 'fp16', 'auto'] = 'none'  # autocast dtype; fp16 (CUDA only) adds a GradScaler; auto: bf16 where native (`ael_nb.train.resolve_amp`), else none
     sup_loss: Literal['ce', 'ohem'] = 'ohem'  # supervised loss (authors' code: OHEM)
     ohem_thresh: float = 0.7
     ohem_min_kept: int = 100000             # per batch, as in the authors' code
@@ -273,6 +273,7 @@ def cpu() -> Config:
     c.data.batch_size, c.data.num_workers = 8, 0
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
     c.optim.lr, c.optim.weight_decay, c.optim.iters, c.optim.sup_loss = 0.01, 1e-4, 400, 'ce'
+    c.optim.amp = 'auto'                    # bf16 on a CPU with AMX / AVX-512 BF16 or a bf16 GPU, else fp32
     c.method.tau = 0.99                     # 400 steps: with 0.999 the bank would barely leave its start value
     c.method.alpha_rampup = 200             # from scratch the teacher must learn rare classes before its pseudo-labels count (bench/RESULTS.md)
     c.eval.protocol, c.eval.interval, c.eval.num_workers = 'whole', 200, 0

@@ -6,7 +6,7 @@
 
 # %% ../nbs/20_train.ipynb #e93a1c58
 from __future__ import annotations
-import json, os, time
+import copy, json, os, time
 from contextlib import nullcontext
 from pathlib import Path
 import torch
@@ -24,7 +24,7 @@ from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 
 # %% auto #0
-__all__ = ['average_buffers', 'init_distributed', 'Run', 'setup', 'train']
+__all__ = ['average_buffers', 'init_distributed', 'bf16_supported', 'resolve_amp', 'Run', 'setup', 'train']
 
 # %% ../nbs/20_train.ipynb #33ccb68c
 def average_buffers(model: nn.Module) -> nn.Module:
@@ -39,6 +39,20 @@ def init_distributed(device_type: str = 'cpu') -> bool:
     if dist_ready() or int(os.environ.get('WORLD_SIZE', 1)) <= 1: return False
     dist.init_process_group('nccl' if device_type == 'cuda' else 'gloo')
     return True
+
+# %% ../nbs/20_train.ipynb #a33feed1
+def bf16_supported(device) -> bool:
+    "True where bf16 autocast runs natively: a CUDA device with bf16 arithmetic, a CPU with AMX or AVX-512 BF16."
+    device = torch.device(device)
+    if device.type == 'cuda': return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type == 'cpu': return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+    return False
+
+def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
+                device,    # the device the run trains on
+               ) -> str:
+    "The autocast a run uses: 'auto' becomes 'bf16' where `bf16_supported(device)`, else 'none'; other values stay."
+    return ('bf16' if bf16_supported(device) else 'none') if amp == 'auto' else amp
 
 # %% ../nbs/20_train.ipynb #d100f8ba
 def _autocast(device, amp):
@@ -77,6 +91,8 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     device = resolve_device(cfg.run.device)
     created = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device)
+    asked, cfg = cfg, copy.deepcopy(cfg)                          # config.yaml keeps what was asked; the run uses what resolves
+    cfg.optim.amp = resolve_amp(asked.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
     check_micro_batches(cfg)
     seed_everything(cfg.run.seed)
@@ -93,13 +109,13 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     stop = min(cfg.optim.iters, cfg.run.stop_at) if cfg.run.stop_at is not None else cfg.optim.iters
     if is_main():
         out.mkdir(parents=True, exist_ok=True)
-        save_config(cfg, out / 'config.yaml')
+        save_config(asked, out / 'config.yaml')
         atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
             labeled=len(data.labeled), unlabeled=0 if data.unlabeled is None else len(data.unlabeled)), indent=1))
         if cfg.run.progress:
             print(f"{cfg.method.name} on {data.info.name}: {len(data.labeled)} labeled + {0 if data.unlabeled is None else len(data.unlabeled)} "
                   f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, {world_size()} x {device}, "
-                  f"steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
+                  f"{'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'} (optim.amp={asked.optim.amp}), steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
     log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
     return Run(cfg, data, S, device, stop, log, created)
 
@@ -181,7 +197,7 @@ def finish(self: Run) -> dict:
     "The final summary (also `summary.json`), with the per-class table and plots when the schedule is complete; closes the run."
     S, cfg = self.S, self.cfg
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
-    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters,
+    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp,
                    time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,
                    best=S.best, last=self.summaries, conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
                    teacher_weights=None if S.teacher is None else weights_digest(S.teacher))
