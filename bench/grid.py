@@ -72,7 +72,7 @@ GRIDS.update({
     'setting': dict(variants={**_story({'supervised': ['method.name=supervised'], 'cutmix ramp': ['method.name=cutmix'],
                                         'ael ramp': ['method.name=ael']}),
                               'ael no ramp': ['method.name=ael'] + BF16,
-                              'ael ramp, half targets': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16},
+                              'ael ramp acm half': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16},
                     baseline='supervised', ceiling=None),
     # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
     'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
