@@ -5,12 +5,12 @@ with a chosen protocol, segment a folder of images."""
 
 # %% ../nbs/22_cli.ipynb #415f524f
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, re, sys, time
 from pathlib import Path
 import numpy as np
 import torch
-from .core import DataError, is_main
-from .config import PRESETS, get_config, valid_keys, to_dict
+from .core import DataError, atomic_write_text, is_main
+from .config import DEVICE_RE, PRESETS, get_config, valid_keys, to_dict
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
@@ -20,8 +20,9 @@ from .state import load_model, resolve_device
 from .runlog import markdown_table, results_table
 
 # %% auto #0
-__all__ = ['train_parser', 'config_from_args', 'ael_train', 'eval_parser', 'check_classes', 'save_prediction', 'ael_eval',
-           'predict_parser', 'ael_predict']
+__all__ = ['train_parser', 'parse', 'config_from_args', 'guarded', 'check_device', 'ael_train', 'positive', 'eval_parser',
+           'check_classes', 'output_names', 'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs',
+           'ael_predict']
 
 # %% ../nbs/22_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -44,7 +45,12 @@ def train_parser() -> argparse.ArgumentParser:
     p.add_argument('--seed', type=int, help='run seed')
     p.add_argument('--keys', action='store_true', help='list every configuration key and exit')
     p.add_argument('--show-config', action='store_true', help='print the resolved configuration as YAML and exit')
+    p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
+
+def parse(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
+    "Parse `argv` with options and `key=value` overrides in any order (`ael-train optim.iters=3 --seed 1 run.threads=1`)."
+    return parser.parse_intermixed_args(argv)
 
 def config_from_args(a: argparse.Namespace):
     "The configuration the command line describes."
@@ -57,16 +63,38 @@ def config_from_args(a: argparse.Namespace):
 def _fail(prog, e):
     print(f"{prog}: error: {e}", file=sys.stderr); return 2
 
+def guarded(prog: str,  # the script's name, for the message
+            debug: bool,  # re-raise instead (the `--debug` flag)
+            fn):  # the script's work, returns the exit status
+    "Run `fn()`: a setup error (`KeyError`, `ValueError`, `DataError`) is one line and exit 2, any other error one line and exit 1."
+    try: return fn()
+    except Exception as e:
+        if debug: raise
+        if isinstance(e, (KeyError, ValueError)): return _fail(prog, e.args[0] if isinstance(e, KeyError) and e.args else e)
+        print(f"{prog}: error: {type(e).__name__}: {e} (run with --debug for the traceback)", file=sys.stderr); return 1
+
+def check_device(name: str, key: str = '--device') -> torch.device:
+    "The device `name` means, or a ValueError naming `key` when it is not a device name or not on this machine."
+    if not isinstance(name, str) or not re.fullmatch(DEVICE_RE, name):
+        raise ValueError(f"{key} {name!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
+    d = resolve_device(name)
+    if d.type == 'cuda' and not (torch.cuda.is_available() and d.index < torch.cuda.device_count()):
+        raise ValueError(f"{key} {name!r}: no such CUDA device here ({torch.cuda.device_count()} visible)")
+    if d.type == 'mps' and not torch.backends.mps.is_available(): raise ValueError(f"{key} {name!r}: MPS is not available here")
+    return d
+
 def ael_train(argv=None):
     "Console script `ael-train`."
-    a = train_parser().parse_args(argv)
+    a = parse(train_parser(), argv)
     if a.keys: print('\n'.join(valid_keys())); return 0
-    try: cfg = config_from_args(a)
-    except (KeyError, ValueError) as e: return _fail('ael-train', e.args[0] if isinstance(e, KeyError) else e)
+    return guarded('ael-train', a.debug, lambda: _train(a))
+
+def _train(a):
+    cfg = config_from_args(a)
     if a.show_config:
         import yaml; print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
-    try: s = train(cfg)
-    except DataError as e: return _fail('ael-train', e)
+    check_device(cfg.run.device, 'run.device')
+    s = train(cfg)
     if is_main() and 'table' in s:
         print(f"\n{s['method']} ({s['preset']} preset), {s['it']} steps in {s['time_s']:.0f} s, split {s['manifest']} ({s['manifest_hash']})")
         print(f"per-class IoU (%), {cfg.eval.protocol} evaluation on {cfg.data.dataset} {cfg.data.val_split}:\n")
@@ -78,27 +106,43 @@ def ael_train(argv=None):
     return 0
 
 # %% ../nbs/22_cli.ipynb #087f0a04
+def positive(text: str) -> int:
+    "argparse type: an integer >= 1."
+    try: v = int(text)
+    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1: raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return v
+
 def eval_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='ael-eval', description="Evaluate a checkpoint (per-class IoU, mIoU, head/tail mIoU).")
     p.add_argument('checkpoint', help='latest.pth or best.pth of a run')
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'], help='which network (auto: teacher if any)')
     p.add_argument('--protocol', choices=PROTOCOLS, help="'whole', 'center' or 'sliding' (default: the run's)")
-    p.add_argument('--window', type=int, nargs=2, metavar=('H', 'W'), help='sliding window')
-    p.add_argument('--stride', type=int, nargs=2, metavar=('H', 'W'), help='sliding stride')
-    p.add_argument('--crop', type=int, nargs=2, metavar=('H', 'W'), help='centre crop')
+    p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help='sliding window')
+    p.add_argument('--stride', type=positive, nargs=2, metavar=('H', 'W'), help='sliding stride')
+    p.add_argument('--crop', type=positive, nargs=2, metavar=('H', 'W'), help='centre crop')
     p.add_argument('--dataset', help="dataset name (default: the run's)")
     p.add_argument('--data-root', help="dataset root (default: the run's)")
     p.add_argument('--split', help="split (default: the run's validation split)")
-    p.add_argument('--max-images', type=int, help='evaluate the first n images only')
+    p.add_argument('--max-images', type=positive, help='evaluate the first n images only')
     p.add_argument('--save-dir', help='write coloured prediction maps <id>.png here')
     p.add_argument('--json', help='write the summary (per-class IoU) to this JSON file')
-    p.add_argument('--device', default='auto')
+    p.add_argument('--device', default='auto', help="'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
+    p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
 def check_classes(info, ds_info, path):
     "Raise `DataError` when a checkpoint's classes do not match the dataset's."
     if info.num_classes != ds_info.num_classes:
         raise DataError(path, f"checkpoint predicts {info.num_classes} classes ({info.name}), dataset {ds_info.name!r} has {ds_info.num_classes}")
+
+def output_names(where, names: dict) -> dict:
+    "`names` (input -> output file name) checked one to one: two inputs for one output raise `DataError` naming both."
+    seen = {}
+    for src, out in names.items():
+        if out in seen: raise DataError(where, f"{seen[out]} and {src} would both be written to {out}; rename one of them")
+        seen[out] = src
+    return names
 
 def save_prediction(pred: torch.Tensor, palette, path):
     "Coloured PNG of a predicted label map [H,W]."
@@ -109,27 +153,35 @@ def save_prediction(pred: torch.Tensor, palette, path):
 # %% ../nbs/22_cli.ipynb #77745fc3
 def ael_eval(argv=None):
     "Console script `ael-eval`."
-    a = eval_parser().parse_args(argv)
-    try:
-        device = resolve_device(a.device)
-        model, info, cfg, which = load_model(a.checkpoint, a.model, device)
-        if a.dataset: cfg.data.dataset = a.dataset
-        if a.data_root: cfg.data.root = a.data_root
-        ds = make_dataset(cfg, a.split or cfg.data.val_split)
-        check_classes(info, ds.info, a.checkpoint)
-        e = cfg.eval
-        proto, window, stride, crop = a.protocol or e.protocol, tuple(a.window or e.window), tuple(a.stride or e.stride), tuple(a.crop or e.crop)
-        t0 = time.time()
-        save = None if not a.save_dir else (   # the maps come from the same predictions as the metric
-            lambda i, pred: save_prediction(pred, ds.info.palette, Path(a.save_dir) / f"{ds.ids[i].replace('/', '_')}.png"))
-        cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True, on_prediction=save)
-    except (DataError, ValueError) as err: return _fail('ael-eval', err)
+    a = parse(eval_parser(), argv)
+    return guarded('ael-eval', a.debug, lambda: _eval(a))
+
+def _eval(a):
+    if a.json and Path(a.json).is_dir(): raise DataError(a.json, 'is a folder; --json takes a file name')
+    if a.save_dir and Path(a.save_dir).exists() and not Path(a.save_dir).is_dir(): raise DataError(a.save_dir, 'is a file; --save-dir takes a folder')
+    device = check_device(a.device)
+    model, info, cfg, which = load_model(a.checkpoint, a.model, device)
+    if a.dataset: cfg.data.dataset = a.dataset
+    if a.data_root: cfg.data.root = a.data_root
+    ds = make_dataset(cfg, a.split or cfg.data.val_split)
+    check_classes(info, ds.info, a.checkpoint)
+    e = cfg.eval
+    proto, window, stride, crop = a.protocol or e.protocol, tuple(a.window or e.window), tuple(a.stride or e.stride), tuple(a.crop or e.crop)
+    n = len(ds) if a.max_images is None else min(a.max_images, len(ds))
+    save, names = None, {}
+    if a.save_dir:   # the maps come from the same predictions as the metric; every input is checked before one is written
+        names = output_names(a.save_dir, {i: f"{i.replace('/', '_')}.png" for i in ds.ids[:n]})
+        ds.subset(ds.ids[:n]).check()
+        save = lambda k, pred: save_prediction(pred, ds.info.palette, Path(a.save_dir) / names[ds.ids[k]])
+    t0 = time.time()
+    cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True, on_prediction=save)
     s = cm.summary(ds.info)
     print(f"{a.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation on {ds.info.name} {a.split or cfg.data.val_split} "
-          f"({int(cm.mat.sum())} pixels, {time.time() - t0:.0f} s)\n")
+          f"({n} images, {int(cm.mat.sum())} pixels, {time.time() - t0:.0f} s)\n")
     print(markdown_table(results_table({which: cm}, ds.info)))
     print(f"mIoU {100 * s['miou']:.1f}  head {100 * s['head_miou']:.1f}  tail {100 * s['tail_miou']:.1f}  pixel acc {100 * s['pixel_acc']:.1f}")
-    if a.json: Path(a.json).write_text(json.dumps(dict(checkpoint=str(a.checkpoint), model=which, protocol=proto, **s), indent=1))
+    if a.save_dir: print(f"{len(names)} prediction maps written to {a.save_dir}")
+    if a.json: atomic_write_text(a.json, json.dumps(dict(checkpoint=str(a.checkpoint), model=which, protocol=proto, **s), indent=1))
     return 0
 
 # %% ../nbs/22_cli.ipynb #98d274e4
@@ -140,32 +192,47 @@ def predict_parser() -> argparse.ArgumentParser:
     p.add_argument('out', help='folder for the masks (<name>.png)')
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'])
     p.add_argument('--protocol', default='whole', choices=['whole', 'sliding'])
-    p.add_argument('--window', type=int, nargs=2, metavar=('H', 'W'), help="sliding window (default: the run's)")
-    p.add_argument('--stride', type=int, nargs=2, metavar=('H', 'W'), help="sliding stride (default: the run's)")
+    p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help="sliding window (default: the run's)")
+    p.add_argument('--stride', type=positive, nargs=2, metavar=('H', 'W'), help="sliding stride (default: the run's)")
     p.add_argument('--overlay', action='store_true', help='write image and mask blended')
-    p.add_argument('--device', default='auto')
+    p.add_argument('--device', default='auto', help="'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
+    p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
+
+def predict_inputs(folder, out) -> dict:
+    "{image file: mask file} of a folder, every image readable and every mask name its own; else one `DataError` naming them all."
+    folder, out = Path(folder), Path(out)
+    if not folder.is_dir(): raise DataError(folder, 'image folder not found')
+    if out.resolve() == folder.resolve(): raise DataError(out, 'the output folder is the image folder; the masks would mix with the images')
+    files = sorted(f for f in folder.iterdir() if f.suffix.lower() in IMAGE_EXTS and f.is_file())
+    if not files: raise DataError(folder, f"no images ({', '.join(IMAGE_EXTS)})")
+    names = output_names(folder, {f.name: f'{f.stem}.png' for f in files})
+    bad = []
+    for f in files:
+        try: read_image(f)
+        except DataError as e: bad.append(f'{f.name} ({e.problem})')
+    if bad: raise DataError(folder, f"{len(bad)} of {len(files)} images cannot be read, no mask written: {'; '.join(bad)}")
+    return {f: out / names[f.name] for f in files}
 
 def ael_predict(argv=None):
     "Console script `ael-predict`."
-    a = predict_parser().parse_args(argv)
-    try:
-        device = resolve_device(a.device)
-        model, info, cfg, _ = load_model(a.checkpoint, a.model, device)
-        folder = Path(a.images)
-        if not folder.is_dir(): raise DataError(folder, 'image folder not found')
-        files = sorted(f for f in folder.iterdir() if f.suffix.lower() in IMAGE_EXTS)
-        if not files: raise DataError(folder, f"no images ({', '.join(IMAGE_EXTS)})")
-        window, stride = tuple(a.window or cfg.eval.window), tuple(a.stride or cfg.eval.stride)
-        from PIL import Image
-        Path(a.out).mkdir(parents=True, exist_ok=True)
-        with torch.no_grad():
-            for f in files:
-                img = read_image(f)
-                pred = predict(model, normalize(img)[None].to(device), a.protocol, window, stride).argmax(1)[0]
-                mask = colorize(pred, info.palette)
-                if a.overlay: mask = (0.5 * mask + 0.5 * img.permute(1, 2, 0).numpy()).astype(np.uint8)
-                Image.fromarray(mask).save(Path(a.out) / f'{f.stem}.png')
-    except (DataError, ValueError) as err: return _fail('ael-predict', err)
-    print(f"{len(files)} masks written to {a.out}")
+    a = parse(predict_parser(), argv)
+    return guarded('ael-predict', a.debug, lambda: _predict(a))
+
+def _predict(a):
+    device = check_device(a.device)
+    model, info, cfg, _ = load_model(a.checkpoint, a.model, device)
+    todo = predict_inputs(a.images, a.out)
+    window, stride = tuple(a.window or cfg.eval.window), tuple(a.stride or cfg.eval.stride)
+    from PIL import Image
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    written = 0
+    with torch.no_grad():
+        for f, dst in todo.items():
+            img = read_image(f)
+            pred = predict(model, normalize(img)[None].to(device), a.protocol, window, stride).argmax(1)[0]
+            mask = colorize(pred, info.palette)
+            if a.overlay: mask = (0.5 * mask + 0.5 * img.permute(1, 2, 0).numpy()).astype(np.uint8)
+            Image.fromarray(mask).save(dst); written += 1
+    print(f"{written} masks written to {a.out}")
     return 0

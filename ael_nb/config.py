@@ -6,7 +6,7 @@ defaults, named presets, every ablation of Tables 5-10 as a switch, YAML in and 
 
 # %% ../nbs/14_config.ipynb #3a6fcb47
 from __future__ import annotations
-import dataclasses, typing, types
+import dataclasses, math, re, typing, types
 from fractions import Fraction
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -15,9 +15,10 @@ import yaml
 from .core import DataError, atomic_write_text
 
 # %% auto #0
-__all__ = ['PRESETS', 'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig',
-           'Config', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu',
-           'to_dict', 'flat_items', 'from_dict', 'get_preset', 'save_config', 'load_config', 'get_config']
+__all__ = ['PRESETS', 'DEVICE_RE', 'RANGES', 'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig',
+           'EvalConfig', 'RunConfig', 'Config', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes',
+           'voc', 'ade20k', 'cpu', 'validate', 'to_dict', 'flat_items', 'from_dict', 'get_preset', 'save_config',
+           'load_config', 'get_config']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -103,6 +104,7 @@ class MethodConfig:
     cp_scale: tuple[float, float] = (0.1, 2.0)  # ACP: large-scale jittering of the source
     cp_sqrt: bool = False                   # ACP: softmax(sqrt(1-conf)) as in the authors' code
     cp_exclude: tuple[int, ...] = ()        # class ids never pasted
+    acm_stride: int = 4                     # ACM: find class regions on 4x4 cells (the network's output resolution; 0.24% of a paper-scale step); 1 = per pixel (authors)
     acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image); None: r_star (authors' Cityscapes code: table 0.01, regions 0.005)
     acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' arrangement, half the unlabeled batch are targets and ACM's sources take the other half's place
     # the authors' code, where it differs from the paper's text (all switches; `AUTHORS` sets them)
@@ -188,6 +190,7 @@ def coerce(value, tp, name: str = 'value'):
         if isinstance(value, bool): raise ValueError(f"{name}: {value!r} is not a number")
         try: v = float(Fraction(value.strip())) if isinstance(value, str) else value   # '0.125' or '1/8'
         except (ValueError, ZeroDivisionError): raise ValueError(f"{name}: {value!r} is not a number") from None
+        except OverflowError: raise ValueError(f"{name}: {value!r} is not a finite number") from None   # '1e400'
         if tp is int:
             if float(v) != int(float(v)): raise ValueError(f"{name}: {value!r} is not an integer")
             return int(float(v))
@@ -282,6 +285,80 @@ def cpu() -> Config:
 
 PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu)
 
+# %% ../nbs/14_config.ipynb #0337b3aa
+def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
+    "(check, description) of a finite number in a range."
+    def ok(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)): return False
+        if not math.isfinite(v): return False
+        return (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
+    kind = 'an integer' if integer else 'a finite number'
+    if lo is not None and hi is not None: desc = f"{kind} in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    elif lo is not None: desc = f"{kind} {'>' if lo_open else '>='} {lo}"
+    else: desc = kind
+    return ok, desc
+
+def _int(lo=None, hi=None): return _num(lo, hi, integer=True)
+def _opt(rule): return (lambda v: v is None or rule[0](v)), f"null or {rule[1]}"
+def _each(rule): return (lambda v: isinstance(v, (tuple, list)) and all(rule[0](x) for x in v)), f"each {rule[1]}"
+def _one_of(*vals): return (lambda v: v in vals), f"one of {list(vals)}"
+def _ordered(rule): return (lambda v: _each(rule)[0](v) and list(v) == sorted(v)), f"(low, high) with low <= high, {_each(rule)[1]}"
+_TEXT = (lambda v: isinstance(v, str) and v.strip() != ''), 'a non-empty string'
+DEVICE_RE = r'auto|cpu|mps|cuda(:\d+)?'
+_DEVICE = (lambda v: isinstance(v, str) and re.fullmatch(DEVICE_RE, v) is not None), "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+_PROB = _num(0, 1)
+
+RANGES = {
+    'data.dataset': _TEXT, 'data.root': _opt(_TEXT), 'data.manifest': _opt(_TEXT),
+    'data.fraction': _num(0, 1, lo_open=True), 'data.train_split': _TEXT, 'data.val_split': _TEXT,
+    'data.crop_size': _each(_int(1)), 'data.scale': _ordered(_num(0, lo_open=True)), 'data.batch_size': _int(1),
+    'data.unlabeled_ratio': _int(1), 'data.num_workers': _int(0), 'data.synthetic_n': _opt(_int(1)),
+    'data.synthetic_size': _each(_int(8)),
+    'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
+    'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
+    'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True), 'optim.momentum': _num(0, 1, hi_open=True),
+    'optim.weight_decay': _num(0), 'optim.iters': _int(1), 'optim.poly_power': _num(0), 'optim.warmup_iters': _int(0),
+    'optim.accum_steps': _int(1), 'optim.ohem_thresh': _PROB, 'optim.ohem_min_kept': _int(0),
+    'method.alpha': _num(0), 'method.alpha_rampup': _int(0), 'method.ema_decay': _PROB, 'method.pl_threshold': _PROB,
+    'method.tau': _num(0, 1, hi_open=True), 'method.bank_init': _opt(_PROB), 'method.gamma': _num(0), 'method.beta': _num(0),
+    'method.temperature': _num(0, lo_open=True), 'method.r_star': _PROB, 'method.acm_exclude': _each(_int(0)),
+    'method.k': _int(1), 'method.cp_prob': _PROB, 'method.cp_scale': _ordered(_num(0, lo_open=True)),
+    'method.cp_exclude': _each(_int(0)), 'method.acm_min_area': _opt(_PROB), 'method.acm_stride': _int(1),
+    'eval.window': _each(_int(1)), 'eval.stride': _each(_int(1)), 'eval.crop': _each(_int(1)), 'eval.interval': _int(0),
+    'eval.models': ((lambda v: isinstance(v, (tuple, list)) and 0 < len(v) == len(set(v)) and set(v) <= {'teacher', 'student'}),
+                    "'teacher', 'student' or both (at least one, no repeats)"),
+    'eval.max_images': _opt(_int(1)), 'eval.num_workers': _int(0),
+    'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)), 'run.log_interval': _int(1),
+    'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
+}
+
+def _get(cfg, key):
+    for p in key.split('.'): cfg = getattr(cfg, p)
+    return cfg
+
+def _typed(cls, leaf, v):
+    "Booleans and `Literal` choices: does `v` have the declared type?"
+    tp = _hints(cls)[leaf]
+    if typing.get_origin(tp) is Literal: return v in typing.get_args(tp), f"one of {list(typing.get_args(tp))}"
+    return isinstance(v, bool), 'true or false'
+
+def validate(cfg: Config) -> Config:
+    "Check every key of `cfg` against `RANGES` (and its declared choices); raise one ValueError naming each bad key and its range."
+    bad = []
+    for key in valid_keys(cfg):
+        if key == 'preset': ok, desc = _one_of(*PRESETS)[0](cfg.preset), f"one of {list(PRESETS)}"
+        elif key in RANGES: ok, desc = RANGES[key][0](_get(cfg, key)), RANGES[key][1]
+        else:
+            sec, leaf = key.split('.'); ok, desc = _typed(type(getattr(cfg, sec)), leaf, _get(cfg, key))
+        if not ok: bad.append(f"{key}={_get(cfg, key)!r} must be {desc}")
+    e = cfg.eval
+    if not bad and any(s > w for s, w in zip(e.stride, e.window)):
+        bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} (pixels between windows would get no prediction)")
+    if not bad and cfg.data.batch_size % cfg.optim.accum_steps:
+        bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by optim.accum_steps={cfg.optim.accum_steps}")
+    if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
+    return cfg
+
 # %% ../nbs/14_config.ipynb #88b9349e
 def to_dict(cfg) -> dict:
     "Nested plain dict (tuples as lists) of a configuration."
@@ -319,15 +396,21 @@ def load_config(path, base: Config|None = None) -> Config:
     p = Path(path)
     if not p.is_file():
         raise DataError(p, 'configuration file not found')
-    d = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(d, dict): raise ValueError(f"{p}: a configuration file must hold a mapping, got {type(d).__name__}")
-    return from_dict(d, base)
+    try: d = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        at = getattr(e, 'problem_mark', None)
+        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
+    except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
+    if not isinstance(d, dict): raise DataError(p, f"a configuration file must hold a mapping, got {type(d).__name__}")
+    try: return from_dict(d, base)
+    except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: still a KeyError, now naming the file
+    except ValueError as e: raise DataError(p, str(e)) from None
 
 def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
-    "Preset, then YAML file (if any), then `key=value` overrides: the configuration a run uses."
+    "Preset, then YAML file (if any), then `key=value` overrides, then `validate`: the configuration a run uses."
     cfg = get_preset(preset)
     if config is not None: cfg = load_config(config, base=cfg)
-    return apply_overrides(cfg, overrides)
+    return validate(apply_overrides(cfg, overrides))
 
 # %% ../nbs/14_config.ipynb #3e49686b
 ABLATIONS = {

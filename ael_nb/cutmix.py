@@ -14,7 +14,7 @@ from .transforms import draw, other_index
 
 # %% auto #0
 __all__ = ['random_boxes', 'box_mask', 'cutmix_box_mask', 'paste', 'cutmix', 'sample_classes', 'pick_uniform', 'ClassTable',
-           'component_ids', 'mask_boxes', 'region_boxes', 'adaptive_cutmix']
+           'component_ids', 'mask_boxes', 'cell_counts', 'region_boxes', 'class_mask', 'acm_boxes', 'adaptive_cutmix']
 
 # %% ../nbs/13_cutmix.ipynb #8a8b23d7
 def random_boxes(
@@ -199,22 +199,29 @@ def to(self: ClassTable, device) -> ClassTable:
     return self
 
 # %% ../nbs/13_cutmix.ipynb #256b4028
+def _max3x3(x: torch.Tensor) -> torch.Tensor:
+    "Largest value of each 3x3 neighbourhood of integer maps [B,H,W], zero outside."
+    p = F.pad(x, (1, 1))
+    r = torch.maximum(torch.maximum(p[..., :-2], p[..., 1:-1]), p[..., 2:])
+    p = F.pad(r, (0, 0, 1, 1))
+    return torch.maximum(torch.maximum(p[:, :-2], p[:, 1:-1]), p[:, 2:])
+
 def component_ids(
     mask: torch.Tensor,  # bool [B,H,W]
-    max_iters: int | None = None,  # bound on propagation rounds (default H + W)
-    check_every: int = 16,  # rounds between convergence checks (each check is a host sync)
-) -> torch.Tensor:  # long [B,H,W]: 0 off the mask; pixels of one 8-connected component share an id
-    "Label the 8-connected components of a batch of masks by max-id propagation (iterated 3x3 max-pool)."
+) -> torch.Tensor:  # long [B,H,W]: 0 off the mask; a component's pixels share an id, 1 + its largest pixel's flat index
+    "Label the 8-connected components of a batch of masks (max-label propagation with hooking and pointer jumping)."
     B, H, W = mask.shape
-    dtype = torch.float32 if H * W < 2 ** 24 else torch.float64  # ids must be exact
-    m = mask[:, None].to(dtype)
-    ids = torch.arange(1, H * W + 1, device=mask.device, dtype=dtype).view(1, 1, H, W) * m
-    for it in range(H + W if max_iters is None else max_iters):
-        new = F.max_pool2d(ids, 3, 1, 1) * m
-        done = (it + 1) % check_every == 0 and torch.equal(new, ids)
-        ids = new
-        if done: break
-    return ids[:, 0].long()
+    on = mask.reshape(-1).long()
+    idx = torch.arange(1, on.numel() + 1, device=mask.device)
+    lab = idx * on                                         # 0 off the mask, never the largest
+    parent = torch.cat([idx.new_zeros(1), idx])            # parent[l] >= l, in l's component; 0 -> 0
+    while True:
+        nb = _max3x3(lab.view(B, H, W)).view(-1) * on      # (a) largest label next to each pixel
+        if torch.equal(nb, lab): break
+        parent.scatter_reduce_(0, lab, nb, 'amax')         # (b) hook each label onto the largest seen beside it
+        while not torch.equal(up := parent[parent], parent): parent = up   # (c) jump to the roots
+        lab = parent[nb]
+    return (lab.view(B, H, W) - torch.arange(B, device=mask.device).view(B, 1, 1) * (H * W)) * mask
 
 def mask_boxes(
     mask: torch.Tensor,  # bool [B,H,W]
@@ -227,22 +234,66 @@ def mask_boxes(
     return box * rows.any(1, keepdim=True)
 
 # %% ../nbs/13_cutmix.ipynb #29b8fdc9
+def cell_counts(
+    mask: torch.Tensor,  # bool [B,H,W]
+    stride: int = 4,  # cell side in pixels
+) -> torch.Tensor:  # long [B,ceil(H/stride),ceil(W/stride)]: mask pixels per cell (the last row / column may be partial)
+    "Number of mask pixels in each stride x stride cell."
+    B, H, W = mask.shape
+    h, w = -(-H // stride), -(-W // stride)
+    m = F.pad(mask.to(torch.uint8), (0, w * stride - W, 0, h * stride - H))
+    return m.view(B, h, stride, w, stride).sum((2, 4))
+
 def region_boxes(
     mask: torch.Tensor,  # bool [B,H,W] pixels of the chosen class in each source
     generator: torch.Generator | None = None,  # source of randomness
-    min_area: float = 0.005,  # a component must cover more than this fraction of the image
-    max_iters: int | None = None,  # bound on propagation rounds (see `component_ids`)
+    min_area: float = 0.005,  # a component must cover more than this fraction of the image (counted in pixels)
+    stride: int = 1,  # find components on stride x stride cells holding any mask pixel; 1 = on the pixels
 ) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found)
-    "Bounding box of a random connected component larger than `min_area`; found=False where there is none."
+    "Tight box of a random connected component larger than `min_area`; found=False where there is none."
     B, H, W = mask.shape
-    ids = component_ids(mask, max_iters).view(B, -1)
-    area = torch.zeros(B, H * W + 1, device=mask.device).scatter_add_(1, ids, torch.ones_like(ids, dtype=torch.float32))
-    area[:, 0] = 0
+    cnt = cell_counts(mask, stride) if stride > 1 else mask.long()
+    h, w = cnt.shape[1:]
+    ids = component_ids(cnt > 0).view(B, -1)
+    area = torch.zeros(B, h * w + 1, dtype=torch.long, device=mask.device).scatter_add_(1, ids, cnt.view(B, -1))
+    area[:, 0] = 0                                         # pixels, not cells: min_area means the same at any stride
     eligible = area > min_area * H * W
     pick, found = pick_uniform(eligible, generator), eligible.any(1)
-    return mask_boxes((ids == pick[:, None]).view(B, H, W) & found[:, None, None]), found
+    chosen = (ids == pick[:, None]).view(B, h, w) & found[:, None, None]
+    if stride > 1: chosen = chosen.repeat_interleave(stride, 1).repeat_interleave(stride, 2)[:, :H, :W] & mask
+    return mask_boxes(chosen), found
+
+# %% ../nbs/13_cutmix.ipynb #e3b8d9f0
+def class_mask(
+    probs: torch.Tensor,  # [B,C,H,W] probabilities or logits
+    classes: torch.Tensor,  # long [B] one class per map
+) -> torch.Tensor:  # bool [B,H,W]: probs.argmax(1) == classes[b]
+    "Where each map's argmax is its class (ties to the lower class, as `argmax`), without a full argmax."
+    B = probs.shape[0]
+    c = torch.as_tensor(classes, device=probs.device).long().view(B, 1, 1, 1)
+    top = probs.amax(1, keepdim=True)
+    m = (probs.gather(1, c.expand(B, 1, *probs.shape[2:])) == top)[:, 0]
+    b, y, x = m.nonzero(as_tuple=True)
+    m[b, y, x] = probs[b, :, y, x].argmax(1) == c.view(-1)[b]   # ties: the first maximum wins
+    return m
 
 # %% ../nbs/13_cutmix.ipynb #5d9f5341
+def acm_boxes(
+    src_probs: torch.Tensor,  # [B,C,H,W] teacher's probabilities (or logits) on the sources
+    classes: torch.Tensor,  # long [B] class to cut out of each source
+    generator: torch.Generator | None = None,  # source of randomness
+    min_area: float = 0.005,  # smallest usable region, fraction of the image (the authors use r*)
+    fallback_area: tuple[float, float] = (0.5, 0.5),  # random box when there is no usable region
+    src_valid: torch.Tensor | None = None,  # bool [B,H,W] real (not padded) source pixels
+    stride: int = 4,  # components on stride x stride cells (4 = DeepLabv3+ output); 1 = on the pixels, as the authors
+) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found: True = class region, False = fallback)
+    "Adaptive CutMix's box per source: a region of class `classes[i]` (appendix A), else a random box."
+    B, _, H, W = src_probs.shape
+    cls = class_mask(src_probs, classes)
+    if src_valid is not None: cls = cls & src_valid
+    boxes, found = region_boxes(cls, generator, min_area, stride)
+    return torch.where(found[:, None], boxes, random_boxes(B, H, W, fallback_area, generator, src_probs.device)), found
+
 def adaptive_cutmix(
     images: torch.Tensor,  # [B,3,H,W] target unlabeled images
     probs: torch.Tensor,  # [B,C,H,W] teacher's probabilities (or logits) on them
@@ -252,16 +303,13 @@ def adaptive_cutmix(
     generator: torch.Generator | None = None,  # source of randomness
     min_area: float = 0.005,  # smallest usable region, fraction of the image (the authors use r*)
     fallback_area: tuple[float, float] = (0.5, 0.5),  # random box when there is no usable region
-    max_iters: int | None = None,  # bound on component propagation rounds
     src_valid: torch.Tensor | None = None,  # bool [B,H,W] real (not padded) source pixels
     return_found: bool = False,  # also return found bool [B]: True = class region, False = fallback box
+    stride: int = 4,  # region search on stride x stride cells (4 = DeepLabv3+ output); 1 = on the pixels, as the authors
 ) -> tuple:  # (images, probs, mask) [+ found]; mask bool [B,H,W] True = from the source
     "Adaptive CutMix: paste the box of a region of class `classes[i]` of source i onto target i (appendix A)."
     B, _, H, W = images.shape
-    cls = src_probs.argmax(1) == torch.as_tensor(classes, device=src_probs.device).view(B, 1, 1)
-    if src_valid is not None: cls = cls & src_valid
-    boxes, found = region_boxes(cls, generator, min_area, max_iters)
-    boxes = torch.where(found[:, None], boxes, random_boxes(B, H, W, fallback_area, generator, images.device))
+    boxes, found = acm_boxes(src_probs, classes, generator, min_area, fallback_area, src_valid, stride)
     mask = box_mask(boxes, H, W)
     out = (paste(images, src_images, mask), paste(probs, src_probs, mask), mask)
     return (*out, found) if return_found else out

@@ -16,8 +16,8 @@ from .core import IGNORE_INDEX, DatasetInfo, DataError
 # %% auto #0
 __all__ = ['CAMVID_INFO', 'CITYSCAPES_INFO', 'CITYSCAPES_ID_TO_TRAINID', 'VOC_INFO', 'ADE20K_CLASSES', 'ADE20K_INFO',
            'IMAGE_EXTS', 'DATASETS', 'read_image', 'read_label', 'make_lut', 'identity_map', 'decode_label',
-           'SegDataset', 'dataset_root', 'CamVid', 'Cityscapes', 'voc_palette', 'VOC', 'ADE20K', 'ImageFolder',
-           'make_fixture', 'get_dataset', 'colorize']
+           'SegDataset', 'dataset_root', 'require_samples', 'CamVid', 'Cityscapes', 'voc_palette', 'VOC', 'ADE20K',
+           'ImageFolder', 'make_fixture', 'get_dataset', 'colorize']
 
 # %% ../nbs/08_datasets.ipynb #10bb05e5
 def read_image(path) -> torch.Tensor:
@@ -183,6 +183,11 @@ def dataset_root(name: str, root=None) -> Path:
     if not root.is_dir(): raise DataError(root, f'{name} dataset folder does not exist')
     return root
 
+def require_samples(items: list, where, split: str) -> list:
+    "`items`, or a `DataError` naming `where` (the folder or list file) when the split lists no image: an empty split would train or score nothing."
+    if not items: raise DataError(where, f'split {split!r} holds no images')
+    return items
+
 # %% ../nbs/08_datasets.ipynb #89794c8e
 CAMVID_INFO = DatasetInfo(
     'camvid',
@@ -218,7 +223,7 @@ class CamVid(SegDataset):
             ann = root/f'{split}annot'
             items = [(p.stem, p, ann/p.name if ann.is_dir() else None) for p in sorted((root/split).glob('*.png'))]
         else: raise DataError(lst, f'CamVid split {split!r}: neither this list file nor the folder {root/split} exists')
-        super().__init__(items, CAMVID_INFO, root, split)
+        super().__init__(require_samples(items, lst if lst.is_file() else root/split, split), CAMVID_INFO, root, split)
 
 # %% ../nbs/08_datasets.ipynb #7d81a5c2
 CITYSCAPES_INFO = DatasetInfo(
@@ -244,7 +249,7 @@ class Cityscapes(SegDataset):
         for s in splits:
             d = root/'leftImg8bit'/s
             if not d.is_dir(): raise DataError(d, f'Cityscapes split {s!r} not found')
-            for ip in sorted(d.glob('*/*_leftImg8bit.png')):
+            for ip in require_samples(sorted(d.glob('*/*_leftImg8bit.png')), d, s):
                 base, lab = ip.name[:-len('_leftImg8bit.png')], root/'gtFine'/s/ip.parent.name
                 lp = None
                 if (root/'gtFine'/s).is_dir():
@@ -289,7 +294,7 @@ class VOC(SegDataset):
             id = PurePosixPath(toks[0]).stem
             lp = next((d/f'{id}.png' for d in dirs if (d/f'{id}.png').is_file()), dirs[0]/f'{id}.png' if dirs else None)
             items.append((id, root/'JPEGImages'/f'{id}.jpg', lp))
-        super().__init__(items, VOC_INFO, root, split)
+        super().__init__(require_samples(items, lst, split), VOC_INFO, root, split)
 
 # %% ../nbs/08_datasets.ipynb #d23d5025
 ADE20K_CLASSES = [
@@ -318,7 +323,7 @@ class ADE20K(SegDataset):
         d, ann = root/'images'/split, root/'annotations'/split
         if not d.is_dir(): raise DataError(d, f'ADE20K split {split!r} not found')
         items = [(p.stem, p, ann/f'{p.stem}.png' if ann.is_dir() else None) for p in sorted(d.glob('*.jpg'))]
-        super().__init__(items, ADE20K_INFO, root, split)
+        super().__init__(require_samples(items, d, split), ADE20K_INFO, root, split)
 
 # %% ../nbs/08_datasets.ipynb #8ba93162
 IMAGE_EXTS = ('.png', '.jpg', '.jpeg', '.bmp', '.tif', '.tiff', '.webp')

@@ -6,19 +6,20 @@ against the dataset on disk."""
 
 # %% ../nbs/10_manifests.ipynb #fb99be5d
 from __future__ import annotations
-import argparse, hashlib, json, re, sys
+import argparse, hashlib, json, re, shlex, sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 import ael_nb
 from .core import DataError, atomic_write_text
-from .datasets import SegDataset, get_dataset
+from .datasets import DATASETS, SegDataset, get_dataset
 
 # %% auto #0
-__all__ = ['FORMAT', 'IMPORTERS', 'Manifest', 'parse_fraction', 'fraction_count', 'draw_order', 'ids_hash', 'manifest_name',
-           'make_manifest', 'manifest_dict', 'save_manifest', 'validate_manifest', 'load_manifest', 'manifest_hash',
-           'verify_manifest', 'manifest_datasets', 'path_to_id', 'read_id_list', 'import_lists', 'import_unimatch',
-           'import_u2pl', 'import_cps', 'ael_splits']
+__all__ = ['FORMAT', 'SPLITS', 'ID_SHAPES', 'IMPORTERS', 'Manifest', 'default_split', 'parse_fraction', 'fraction_count',
+           'draw_order', 'ids_hash', 'split_prefix', 'manifest_name', 'make_manifest', 'manifest_dict', 'save_manifest',
+           'validate_manifest', 'load_manifest', 'manifest_hash', 'verify_manifest', 'manifest_datasets', 'path_to_id',
+           'read_id_list', 'refuse_unlabeled_name', 'import_lists', 'import_unimatch', 'u2pl_labeled', 'import_u2pl',
+           'import_cps', 'check_dataset_name', 'check_without_data', 'ael_splits']
 
 # %% ../nbs/10_manifests.ipynb #764b6930
 FORMAT = 'ael_nb.manifest/1'
@@ -39,6 +40,26 @@ class Manifest:
     drawn: str = 'labeled'           # which list fraction/count describes
     notes: str = ''                  # free text
     path: str | None = field(default=None, compare=False, repr=False)  # file it was loaded from (not saved)
+
+# %% ../nbs/10_manifests.ipynb #7e3b2036
+SPLITS = {   # dataset -> {split: number of images (None: any)}; the first split is the default training split
+    'cityscapes': {'train': 2975, 'val': 500, 'test': 1525, 'train_extra': 19998},
+    'voc': {'train_aug': 10582, 'train': 1464, 'val': 1449},
+    'ade20k': {'training': 20210, 'validation': 2000},
+    'camvid': {'train': 367, 'val': 101, 'test': 233},
+    'synthetic': {'train': None, 'val': None, 'test': None},
+}
+ID_SHAPES = {   # dataset -> (regular expression of an id, an example)
+    'cityscapes': (r'[a-z-]+_\d{6}_\d{6}', 'aachen_000000_000019'),
+    'voc': (r'\d{4}_\d{6}', '2007_000032'),
+    'ade20k': (r'ADE_(train|val)_\d{8}', 'ADE_train_00000001'),
+    'camvid': (r'(0001TP|0006R0|0016E5|Seq05VD)_f?\d+', '0001TP_006690'),
+    'synthetic': (r'syn_(train|val|test)_\d{5}', 'syn_train_00000'),
+}
+
+def default_split(dataset: str) -> str:
+    "The split a training manifest of `dataset` lists unless told otherwise ('train'; VOC 'train_aug', ADE20K 'training')."
+    return next(iter(SPLITS.get(dataset, {'train': None})))
 
 # %% ../nbs/10_manifests.ipynb #acb78289
 def parse_fraction(f) -> Fraction:
@@ -63,10 +84,14 @@ def ids_hash(ids, n: int = 12) -> str:
     return hashlib.sha256('\n'.join(sorted(ids)).encode()).hexdigest()[:n]
 
 # %% ../nbs/10_manifests.ipynb #f970cd87
+def split_prefix(dataset: str, split: str) -> str:
+    "'' for the dataset's default training split, else '<split>_': manifests of two splits never share a file name."
+    return '' if split == default_split(dataset) else f'{split}_'
+
 def manifest_name(m: Manifest) -> str:
-    "Default name: '1-8_fold0', '92_fold0', 'u1000_fold0' (drawn unlabeled), '+_seed3' when seed is not 0."
+    "Default name: '1-8_fold0', '92_fold0', 'u1000_fold0' (drawn unlabeled), '+_seed3' when seed is not 0, 'val_' first for a split other than the default."
     spec = (m.fraction or '').replace('/', '-') or (str(m.count) if m.count is not None else 'all')
-    s = f"{'u' if m.drawn == 'unlabeled' else ''}{spec}_fold{m.fold}"
+    s = f"{split_prefix(m.dataset, m.split)}{'u' if m.drawn == 'unlabeled' else ''}{spec}_fold{m.fold}"
     return s + (f'_seed{m.seed}' if m.seed not in (0, None) else '')
 
 def make_manifest(dataset: str,            # dataset name, e.g. 'camvid'
@@ -204,7 +229,7 @@ def manifest_datasets(m, root=None, check: bool = False) -> tuple[SegDataset, Se
 # %% ../nbs/10_manifests.ipynb #e6f340e1
 def path_to_id(p: str) -> str:
     "Dataset id of an image path or bare id in a split list: the stem, without a Cityscapes `_leftImg8bit`."
-    stem = PurePosixPath(p.strip()).name
+    stem = PurePosixPath(p.strip().replace('\\', '/')).name   # Windows paths too
     stem = re.sub(r'\.(png|jpe?g|bmp|tiff?|webp)$', '', stem, flags=re.I)
     return re.sub(r'_leftImg8bit$', '', stem)
 
@@ -212,7 +237,9 @@ def read_id_list(path, id_fn=path_to_id) -> list[str]:
     "Ids of a split list file (first field of each non-empty line); raises `DataError` on a missing/empty file or duplicates."
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'split list is missing')
-    ids = [id_fn(l.split()[0]) for l in path.read_text().splitlines() if l.strip()]
+    try: text = path.read_text(encoding='utf-8-sig')          # drops a byte-order mark
+    except UnicodeDecodeError as e: raise DataError(path, f'not a UTF-8 text file ({e.reason})') from None
+    ids = [id_fn(l.split()[0]) for l in text.splitlines() if l.strip()]
     if not ids: raise DataError(path, 'split list is empty')
     if len(set(ids)) != len(ids): raise DataError(path, f'{len(ids) - len(set(ids))} ids listed twice')
     return ids
@@ -220,46 +247,58 @@ def read_id_list(path, id_fn=path_to_id) -> list[str]:
 # %% ../nbs/10_manifests.ipynb #1f0741f7
 def _file_prov(fmt, files):
     return dict(source='imported', format=fmt, tool=f'ael_nb {ael_nb.__version__}',
-                files=[dict(path=str(f), sha256=hashlib.sha256(Path(f).read_bytes()).hexdigest()) for f in files])
+                files=[dict(path=str(Path(f).resolve()), sha256=hashlib.sha256(Path(f).read_bytes()).hexdigest()) for f in files])
 
 def _spec(text):
     "'1_16', 'u2pl_1_8', '1-8' -> ('1/16', None); '92' -> (None, 92); else (None, None)"
     if m := re.search(r'(?:^|_)1[-_](\d+)$', text): return f'1/{m.group(1)}', None
     return (None, int(text)) if text.isdigit() else (None, None)
 
+def refuse_unlabeled_name(path):
+    "`DataError` when the name of `path`, given as a labeled list, says it lists unlabeled images."
+    if re.search('unlabel', Path(path).name, re.I):
+        raise DataError(path, 'the file name says it lists unlabeled images; give the labeled list (labeled.txt, *_labeled_1-N.txt)')
+
 def import_lists(labeled_file,             # list of labeled images/ids
                  unlabeled_file=None,      # list of unlabeled images/ids (None: `pool` minus labeled)
                  dataset: str = '',        # dataset name
-                 split: str = 'train',     # dataset split the ids belong to
+                 split: str | None = None, # dataset split the ids belong to (None: `default_split(dataset)`)
                  pool=None,                # all ids of the split, when there is no unlabeled list
                  fmt: str = 'lists',       # name of the source format, for the provenance
-                 fraction=None, count=None, fold: int = 0, name: str = '', id_fn=path_to_id) -> Manifest:
-    "A manifest from a labeled list and an unlabeled list (or a pool); records each file's SHA-256."
+                 fraction=None, count=None, fold: int = 0, name: str = '', id_fn=path_to_id,
+                 provenance: dict | None = None  # merged into the recorded provenance (e.g. the command)
+                ) -> Manifest:
+    "A manifest from a labeled list and an unlabeled list (or a pool); records each file's resolved path and SHA-256."
     if not dataset: raise ValueError('dataset name required')
+    split = split or default_split(dataset)
+    refuse_unlabeled_name(labeled_file)
     labeled = read_id_list(labeled_file, id_fn)
     if unlabeled_file is not None: unlabeled = read_id_list(unlabeled_file, id_fn)
     elif pool is not None: unlabeled = sorted(set(map(str, pool)) - set(labeled))
-    else: raise DataError(labeled_file, 'no unlabeled list beside it: give the dataset (pool) to take the rest of the split')
+    else: raise DataError(labeled_file, 'no unlabeled list beside it: give the dataset (--root, or pool= in Python) to take the rest of the split')
     files = [labeled_file] + ([unlabeled_file] if unlabeled_file is not None else [])
     m = Manifest(dataset, split, sorted(labeled), sorted(unlabeled), fraction=fraction, count=count, fold=fold, seed=None,
-                 provenance=_file_prov(fmt, files), name=name)
-    m.name = name or manifest_name(m)
+                 provenance=_file_prov(fmt, files) | (provenance or {}), name=name)
+    m.name = split_prefix(dataset, split) + name if name else manifest_name(m)
     return validate_manifest(m, labeled_file)
 
-def import_unimatch(folder, dataset: str, split: str = 'train', **kw) -> Manifest:
+def import_unimatch(folder, dataset: str, split: str | None = None, **kw) -> Manifest:
     "UniMatch-style `splits/<dataset>/<name>/{labeled,unlabeled}.txt` (`image mask` lines)."
     folder = Path(folder); frac, count = _spec(folder.name)
     return import_lists(folder/'labeled.txt', folder/'unlabeled.txt', dataset, split, fmt='unimatch',
                         **dict(fraction=frac, count=count, name=f'unimatch_{folder.name}') | kw)
 
-def import_u2pl(path, dataset: str, split: str = 'train', pool=None, **kw) -> Manifest:
+def u2pl_labeled(path) -> Path:
+    "The labeled list a U2PL path means: the file itself, or `labeled.txt` in a folder."
+    path = Path(path); return path/'labeled.txt' if path.is_dir() else path
+
+def import_u2pl(path, dataset: str, split: str | None = None, pool=None, **kw) -> Manifest:
     "U2PL `data/splits/<dataset>/<count>/labeled.txt` (bare ids or image paths) and `unlabeled.txt` if present, else the rest of `pool`."
-    path = Path(path); lab = path/'labeled.txt' if path.is_dir() else path
-    unl = lab.parent/'unlabeled.txt'; frac, count = _spec(lab.parent.name)
+    lab = u2pl_labeled(path); unl = lab.parent/'unlabeled.txt'; frac, count = _spec(lab.parent.name)
     return import_lists(lab, unl if unl.is_file() else None, dataset, split, pool=pool, fmt='u2pl',
                         **dict(fraction=frac, count=count, name=f'u2pl_{lab.parent.name}') | kw)
 
-def import_cps(labeled_file, dataset: str, split: str = 'train', **kw) -> Manifest:
+def import_cps(labeled_file, dataset: str, split: str | None = None, **kw) -> Manifest:
     "CPS `train_aug_labeled_1-N.txt` with its `train_aug_unlabeled_1-N.txt` beside it."
     lab = Path(labeled_file)
     if '_labeled_' not in lab.name: raise DataError(lab, "expected a CPS file named '*_labeled_1-N.txt'")
@@ -268,6 +307,31 @@ def import_cps(labeled_file, dataset: str, split: str = 'train', **kw) -> Manife
                         **dict(fraction=frac, count=count, name=f"cps_{lab.stem.rsplit('_', 1)[-1]}") | kw)
 
 IMPORTERS = {'unimatch': import_unimatch, 'u2pl': import_u2pl, 'cps': import_cps}
+
+# %% ../nbs/10_manifests.ipynb #8157e2ce
+def check_dataset_name(dataset: str):
+    "ValueError unless `dataset` is one the kit can load."
+    if dataset not in SPLITS and dataset not in DATASETS:
+        hint = " (UniMatch and U2PL call PASCAL VOC 'pascal': use --dataset voc)" if dataset == 'pascal' else ''
+        raise ValueError(f"unknown dataset {dataset!r}{hint}; known: {sorted(set(SPLITS) | set(DATASETS))}")
+
+def check_without_data(m: Manifest, where) -> Manifest:
+    "Dataset name, split name, split size and id shape of `m`, checked without the data; raises naming `where` (the source list)."
+    check_dataset_name(m.dataset)
+    sizes = SPLITS.get(m.dataset, {})
+    unknown = [s for s in m.split.split('+') if s not in sizes]
+    if sizes and unknown: raise ValueError(f"dataset {m.dataset!r} has no split {unknown[0]!r}; splits: {list(sizes)}")
+    n = len(m.labeled) + len(m.unlabeled)
+    if sizes and all(sizes[s] is not None for s in m.split.split('+')):
+        size = sum(sizes[s] for s in m.split.split('+'))
+        if n > size:
+            hint = " (VOC lists with SBD images belong to split 'train_aug')" if m.dataset == 'voc' else ''
+            raise DataError(where, f"{n} ids, but {m.dataset} {m.split!r} has {size} images{hint}")
+    if m.dataset in ID_SHAPES:
+        rx, example = ID_SHAPES[m.dataset]
+        bad = [i for i in m.labeled + m.unlabeled if not re.fullmatch(rx, i)]
+        if bad: raise DataError(where, f"{len(bad)} of {n} ids do not look like {m.dataset} ids (e.g. {example!r}): {bad[:3]}")
+    return m
 
 # %% ../nbs/10_manifests.ipynb #912d9fea
 def _folds(s: str) -> list[int]:
@@ -283,7 +347,7 @@ def _parser():
     sub = p.add_subparsers(dest='cmd', required=True)
     mk = sub.add_parser('make', help='draw manifests from a dataset split')
     mk.add_argument('dataset'); mk.add_argument('--root', help='dataset folder (default: $AEL_<NAME>_ROOT)')
-    mk.add_argument('--split', default='train', help='split whose images the manifest lists (default train)')
+    mk.add_argument('--split', help="split whose images the manifest lists (default: the dataset's training split, e.g. train, voc train_aug)")
     g = mk.add_mutually_exclusive_group(required=True)
     g.add_argument('--fraction', nargs='+', help='fractions of the pool, e.g. 1/8 1/16')
     g.add_argument('--count', nargs='+', type=int, help='numbers of images, e.g. 92 183')
@@ -294,18 +358,24 @@ def _parser():
                     help='unlabeled: all labeled images are labeled, draw the unlabeled ones (Cityscapes coarse)')
     mk.add_argument('--out', default='data_manifests', help='output folder (default data_manifests)')
     mk.add_argument('--force', action='store_true', help='overwrite existing manifests that differ')
-    im = sub.add_parser('import', help='convert split lists of another codebase')
-    im.add_argument('format', choices=sorted(IMPORTERS)); im.add_argument('path', help='split folder or labeled list file')
-    im.add_argument('--dataset', required=True); im.add_argument('--split', default='train')
-    im.add_argument('--root', help='dataset folder, to verify (and as the pool of U2PL lists without unlabeled.txt)')
-    im.add_argument('--name', help='manifest name (default from the source)')
-    im.add_argument('--out', default='data_manifests', help='output folder or .json file')
-    im.add_argument('--force', action='store_true')
+    im = sub.add_parser('import', help='convert split lists of another codebase',
+                        description='Convert the labeled/unlabeled split lists of UniMatch, U2PL or CPS into a manifest.')
+    im.add_argument('format', choices=sorted(IMPORTERS), help='unimatch: <folder>/{labeled,unlabeled}.txt; u2pl: <folder> or its labeled.txt '
+                    '(unlabeled.txt beside it, else the rest of the split from --root); cps: *_labeled_1-N.txt')
+    im.add_argument('path', help='split folder or labeled list file')
+    im.add_argument('--dataset', required=True, help=f"the kit's dataset name: {', '.join(SPLITS)} (VOC is voc, not pascal)")
+    im.add_argument('--split', help="split the ids belong to (default: the dataset's training split: train; voc train_aug, ade20k training)")
+    im.add_argument('--root', help='dataset folder: verify every id against the files (and the pool of U2PL lists without unlabeled.txt); '
+                    'without it only the dataset name, split and id shape are checked')
+    im.add_argument('--name', help='manifest name (default from the source, e.g. unimatch_1_16)')
+    im.add_argument('--out', default='data_manifests', help='output folder or .json file (default data_manifests)')
+    im.add_argument('--force', action='store_true', help='overwrite an existing manifest of the same dataset and split that lists other ids')
     ls = sub.add_parser('list', help='list manifests with their sizes and hashes')
     ls.add_argument('paths', nargs='*', default=['data_manifests'])
     vf = sub.add_parser('verify', help='check manifests against the dataset on disk')
     vf.add_argument('paths', nargs='+'); vf.add_argument('--root')
     vf.add_argument('--check', action='store_true', help='also decode every image and label')
+    for q in (mk, im, ls, vf): q.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
 # %% ../nbs/10_manifests.ipynb #bdbfa34d
@@ -313,12 +383,16 @@ def _write(m: Manifest, out, force: bool) -> str:
     out = Path(out); path = out if out.suffix == '.json' else out/m.dataset/f'{m.name}.json'
     if path.is_file():
         old = load_manifest(path)
+        if (old.dataset, old.split) != (m.dataset, m.split):
+            raise DataError(path, f'holds a {old.dataset} {old.split!r} manifest, not {m.dataset} {m.split!r}; choose another --name or --out '
+                                  '(--force only replaces a manifest of the same dataset and split)')
         if manifest_hash(old) == manifest_hash(m): return f'unchanged {path}'   # same ids; provenance may differ
         if not force: raise DataError(path, f'exists with different content (hash {manifest_hash(old)} vs new {manifest_hash(m)}); use --force')
     save_manifest(m, path)
     return f'wrote {path}'
 
 def _make(a) -> list[str]:
+    check_dataset_name(a.dataset); a.split = a.split or default_split(a.dataset)
     ds = get_dataset(a.dataset, a.root, a.split)
     labeled_ids = ds.labeled_ids
     if a.pool:
@@ -338,12 +412,17 @@ def _make(a) -> list[str]:
     return out
 
 def _import(a) -> list[str]:
-    ds = get_dataset(a.dataset, a.root, a.split) if (a.root or a.format == 'u2pl') else None
+    check_dataset_name(a.dataset); refuse_unlabeled_name(a.path); split = a.split or default_split(a.dataset)
+    needs_pool = a.format == 'u2pl' and not (u2pl_labeled(a.path).parent/'unlabeled.txt').is_file()
+    ds = get_dataset(a.dataset, a.root, split) if (a.root or needs_pool) else None
+    cmd = shlex.join(['ael-splits', 'import', a.format, str(Path(a.path).resolve()), '--dataset', a.dataset, '--split', split]
+                     + (['--name', a.name] if a.name else []))
     kw = dict(name=a.name) if a.name else {}
-    if a.format == 'u2pl': kw['pool'] = ds.ids
-    m = IMPORTERS[a.format](a.path, a.dataset, a.split, **kw)
-    if ds is not None: verify_manifest(m, ds)
-    return [_write(m, a.out, a.force)]
+    if needs_pool: kw['pool'] = ds.ids
+    m = IMPORTERS[a.format](a.path, a.dataset, split, provenance=dict(command=cmd), **kw)
+    if ds is not None: verify_manifest(m, ds); return [_write(m, a.out, a.force)]
+    check_without_data(m, a.path)
+    return [_write(m, a.out, a.force), f'note: ids not checked against files (no --root); dataset, split and id shape checked']
 
 def _find(paths) -> list[Path]:
     out = []
@@ -374,10 +453,14 @@ def _verify(a) -> list[str]:
     return out
 
 def ael_splits(argv=None) -> int:
-    "Console script `ael-splits`: make | import | list | verify manifests; returns the exit status."
+    "Console script `ael-splits`: make | import | list | verify manifests; returns the exit status (1 data problem, 2 usage error)."
     a = _parser().parse_args(argv)
-    try: lines = dict(make=_make, list=_list, verify=_verify)[a.cmd](a) if a.cmd != 'import' else _import(a)
-    except (DataError, ValueError, KeyError) as e:
-        print(f'ael-splits: error: {e}', file=sys.stderr); return 1
+    try: lines = dict(make=_make, import_=_import, list=_list, verify=_verify)[a.cmd.replace('import', 'import_')](a)
+    except Exception as e:
+        if a.debug: raise
+        if isinstance(e, DataError): rc, msg = 1, str(e)
+        elif isinstance(e, (KeyError, ValueError)): rc, msg = 2, e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        else: rc, msg = 1, f'{type(e).__name__}: {e} (run with --debug for the traceback)'
+        print(f'ael-splits: error: {msg}', file=sys.stderr); return rc
     print('\n'.join(lines))
     return 0

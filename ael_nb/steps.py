@@ -162,7 +162,7 @@ def aes_dr_loss(S: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat: tor
     with section(trace, 'DR'): w = dr_weights(p, m.gamma, keep) if m.dr else keep.float()   # w_ij of Eq. 10
     return unsup_loss(logits.float(), y_hat, w, per_image=m.unsup_per_image), keep, w      # Eq. 11
 
-# %% ../nbs/18_steps.ipynb #cb7158d4
+# %% ../nbs/18_steps.ipynb #e7cea565
 def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "AEL: the basic framework + ACP, ACM, AES and DR, all driven by the confidence bank (Eq. 3-11)."
     m, conf = S.cfg.method, S.bank.conf                               # Conf^c (Eq. 6) as of this step
@@ -185,7 +185,7 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace
             S.table.update(ub['index'], pseudo_label(p_t)); S.table.update(src['index'], pseudo_label(p['src']))
         with section(trace, 'ACM: regions + paste'):
             x_u, p_u, cut, found = adaptive_cutmix(ub['image'], p_t, src['image'], p['src'], src['classes'], g,
-                                                   min_area=m.r_star if m.acm_min_area is None else m.acm_min_area,
+                                                   min_area=m.r_star if m.acm_min_area is None else m.acm_min_area, stride=m.acm_stride,
                                                    src_valid=src['valid'], return_found=True)
         if trace is not None: trace.record(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'],
                                            acm_src_image=src['image'], acm_found=found)

@@ -13,9 +13,12 @@
     and loaded inside the step (`data.acm_prefetch=false`).
 (b) `components`: each AEL component alone at the paper's scale (batch 16 of 769x769, 19 classes) vs one
     forward+backward of the network on the same input (what fits on the device: see the JSON's `model` entry).
+    ACM's region search is timed at stride 4 (the kit's default) and 1 (pixels), and next to the authors'
+    per-image scikit-image routine (bench/acm_reference.py) on the same input.
 (c) `memory`: peak memory of training steps per method, each in a fresh subprocess (CPU: ru_maxrss; CUDA:
     torch.cuda.max_memory_allocated).
-Writes bench/results/cost_<device>.json and cost_<device>.md."""
+Writes bench/results/cost_<device>.json and cost_<device>.md. Run as `python bench/cost.py` (its folder is then on
+the import path, for grid.py and acm_reference.py); ael_nb is imported from the installed package."""
 from __future__ import annotations
 import argparse, contextlib, datetime as dt, functools, gc, json, os, platform, resource, statistics, subprocess, sys, time
 from pathlib import Path
@@ -36,6 +39,19 @@ def timeit(fn, device, reps=5, warmup=1) -> dict:
     for _ in range(reps):
         sync(device); t = time.perf_counter(); fn(); sync(device); ts.append(time.perf_counter() - t)
     return dict(median_s=statistics.median(ts), min_s=min(ts), reps=reps)
+
+def timeit_interleaved(fns: dict, device, reps=5, warmup=1) -> dict:
+    "`timeit` of several functions in turn, round by round, so that a change of machine load hits each alike."
+    ts, out = {k: [] for k in fns}, {}
+    for _ in range(warmup):
+        for k, fn in fns.items():
+            try: fn(); sync(device)
+            except RuntimeError as e: out[k] = dict(error=str(e)[:200]); ts.pop(k, None)
+    for _ in range(reps):
+        for k in ts:
+            sync(device); t = time.perf_counter(); fns[k](); sync(device); ts[k].append(time.perf_counter() - t)
+    out.update({k: dict(median_s=statistics.median(v), min_s=min(v), reps=reps, interleaved=True) for k, v in ts.items()})
+    return {k: out[k] for k in fns}
 
 # ------------------------------------------------------------------ training setting shared by (a) and (c)
 SET = []   # extra config overrides for (a) and (c), from --set
@@ -113,12 +129,31 @@ def part_step(args, device) -> dict:
     return res
 
 # ------------------------------------------------------------------ (b) components at paper scale
+ACM_AUTHORS = "ACM region search: authors' routine (per image, CPU, scikit-image)"
+ACM_KIT = {s: f'ACM region search: kit, stride {s}' + (' (default)' if s == 4 else ' (pixels)') for s in (4, 1)}
+ACM_MASK = {'kit': 'ACM class mask alone: kit (class_mask)', 'authors': "ACM class mask alone: torch argmax == class (authors')"}
+
+def acm_ratios(comps: dict) -> dict:
+    "Kit / authors' ACM region search time, from the medians and from the minima; also each less its class mask."
+    out = {}
+    for stat in ('median_s', 'min_s'):
+        t = {k: v[stat] for k, v in comps.items() if stat in v}
+        if not all(k in t for k in (ACM_AUTHORS, *ACM_KIT.values(), *ACM_MASK.values())): return {}
+        out[stat[:-2]] = {f'stride {s}': t[k] / t[ACM_AUTHORS] for s, k in ACM_KIT.items()}
+        out[f'{stat[:-2]}, less the class masks'] = {f'stride {s}': (t[k] - t[ACM_MASK['kit']]) / (t[ACM_AUTHORS] - t[ACM_MASK['authors']])
+                                                     for s, k in ACM_KIT.items()}
+    return out
+
 def part_components(args, device) -> dict:
     from ael_nb.conf_bank import ConfidenceBank
     from ael_nb.sampling import sampling_prob
     from ael_nb.aes import aes_rates, aes_mask
     from ael_nb.losses import dr_weights, unsup_loss
-    from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, cutmix
+    from ael_nb.cutmix import ClassTable, sample_classes, adaptive_cutmix, acm_boxes, class_mask, cutmix
+    import numpy as np
+    try: from acm_reference import authors_acm_boxes          # needs scikit-image (the `dev` extra)
+    except ImportError as e:
+        def authors_acm_boxes(*a, _e=e): raise RuntimeError(f"bench/acm_reference.py: {_e} (pip install scikit-image)")
     from ael_nb.copy_paste import adaptive_copy_paste
     from ael_nb.model import build_model
     from ael_nb.core import make_generator
@@ -142,21 +177,32 @@ def part_components(args, device) -> dict:
     keep = aes_mask(pseudo, aes_rates(conf), generator=g)
     student_logits = torch.randn(B, C, H, W, device=dev, requires_grad=True)
     r = dict(setting=dict(batch=B, size=[H, W], classes=C, reps=args.reps, threads=torch.get_num_threads()), components={})
+    rng = np.random.default_rng(0)
+    AUTHORS, KIT, MASK = ACM_AUTHORS, ACM_KIT, ACM_MASK
     comps = {
         'bank update (Eq. 3-6)': lambda: bank.update(probs, labels),
         'class table update': lambda: table.update(idx, pseudo),
         'AES rates + mask (Eq. 8-9)': lambda: aes_mask(pseudo, aes_rates(conf), generator=g),
         'DR weights (Eq. 10)': lambda: dr_weights(probs, 2.0, keep),
         'ACM: sample classes + images (table)': lambda: table.sample_images(sample_classes(sampling_prob(conf), B, g), g),
-        'ACM: adaptive_cutmix (regions + paste)': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g),
+        KIT[4]: lambda: acm_boxes(src_probs, classes, g, stride=4),
+        KIT[1]: lambda: acm_boxes(src_probs, classes, g, stride=1),
+        AUTHORS: lambda: authors_acm_boxes(src_probs, classes, rng),
+        MASK['kit']: lambda: class_mask(src_probs, classes),
+        MASK['authors']: lambda: src_probs.argmax(1) == classes.view(B, 1, 1),
+        'ACM: adaptive_cutmix (region search + paste), stride 4': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g, stride=4),
+        'ACM: adaptive_cutmix (region search + paste), stride 1': lambda: adaptive_cutmix(images, probs, src_images, src_probs, classes, g, stride=1),
         'plain CutMix (basic framework)': lambda: cutmix(images, probs, generator=g),
         'ACP: adaptive_copy_paste (K=3)': lambda: adaptive_copy_paste(images, labels, sampling_prob(conf), k=3, generator=g),
         'unsup loss Eq. 11 fwd+bwd (not AEL-specific)': lambda: unsup_loss(student_logits, pseudo, keep.float()).backward(),
     }
-    for name, fn in comps.items():
-        try: r['components'][name] = timeit(fn, device, reps=args.reps, warmup=1)
-        except RuntimeError as e: r['components'][name] = dict(error=str(e)[:200])
-        print(f"  {name}: {r['components'][name]}", flush=True)
+    r['components'] = timeit_interleaved(comps, device, reps=args.reps, warmup=1)
+    for name, v in r['components'].items(): print(f"  {name}: {v}", flush=True)
+    # the three searches choose among the same regions: found (a region above min_area exists) per image
+    if all('median_s' in r['components'][k] for k in (AUTHORS, *KIT.values())):
+        r['acm_found'] = dict(classes=classes.cpu().tolist(), authors=authors_acm_boxes(src_probs, classes, rng)[1].tolist(),
+                              **{f'kit stride {s}': acm_boxes(src_probs, classes, g, stride=s)[1].cpu().tolist() for s in KIT})
+        r['acm_kit_over_authors'] = acm_ratios(r['components'])
     del student_logits, probs, src_probs; gc.collect()
     # the network on the same input: as much of it as fits
     model_specs = ([('resnet101', 8, B), ('resnet101', 8, B // 2), ('resnet101', 8, 2), ('resnet50', 16, 2)] if dev.type == 'cuda'
@@ -249,7 +295,8 @@ def markdown(r: dict) -> str:
     if 'components' in r:
         c = r['components']; st = c['setting']
         L += [f"## (b) each component alone at paper scale\n",
-              f"Batch {st['batch']} of {st['size'][0]}x{st['size'][1]}, {st['classes']} classes, {st['threads']} thread(s), median of {st['reps']}. "]
+              f"Batch {st['batch']} of {st['size'][0]}x{st['size'][1]}, {st['classes']} classes, {st['threads']} thread(s), median of {st['reps']}"
+              + (" (components timed in turn, round by round)" if any(v.get('interleaved') for v in c['components'].values()) else '') + '. ']
         if 'model' in c:
             m = c['model']
             L.append(f"Reference: forward+backward of DeepLabv3+ {m['backbone']} OS{m['output_stride']}{' deep stem' if m['deep_stem'] else ''} "
@@ -257,10 +304,20 @@ def markdown(r: dict) -> str:
                      f"{'extrapolated linearly to' if m['batch'] != st['batch'] else 'for'} batch {st['batch']}: {m['extrapolated_batch_s']:.2f} s"
                      + (f"; peak GPU memory {m['peak_mem_gib']:.1f} GiB" if m.get('peak_mem_gib') else '') + '.')
         for f in c.get('model_failed', []): L.append(f"(did not fit/run: {f['backbone']} OS{f['output_stride']} batch {f['batch']}: {f['error'][:80]})")
-        L += ['', '| component | s (batch) | ratio to model fwd+bwd (batch) |', '|---|---|---|']
+        L += ['', '| component | s (batch), median | min | median / model fwd+bwd (batch) |', '|---|---|---|---|']
         for k, v in c['components'].items():
-            if 'median_s' in v: L.append(f"| {k} | {v['median_s']:.4f} | {c.get('ratio_to_model_fwd_bwd', {}).get(k, float('nan')):.4f} |")
-            else: L.append(f"| {k} | error: {v['error'][:60]} | |")
+            if 'median_s' in v: L.append(f"| {k} | {v['median_s']:.4f} | {v['min_s']:.4f} | {c.get('ratio_to_model_fwd_bwd', {}).get(k, float('nan')):.4f} |")
+            else: L.append(f"| {k} | error: {v['error'][:60]} | | |")
+        if c.get('acm_kit_over_authors'):
+            f = c['acm_found']; n = len(f['authors'])
+            L += ['', "ACM region search (teacher argmax == class, components, a random one above r* = 0.5% of the image, its box, "
+                  "else a random half-image box), kit / authors' per-image scikit-image routine (bench/acm_reference.py) on the same "
+                  "input; 'less the class masks' compares the searches proper (each routine less its \"class mask alone\" row):\n",
+                  '| kit / authors, from | stride 4 | stride 1 |', '|---|---|---|']
+            L += [f"| {k} | {v['stride 4']:.3f} | {v['stride 1']:.3f} |" for k, v in c['acm_kit_over_authors'].items()]
+            L += ['', f"Images with a region above r* (of {n}; the rest take the fallback box): kit stride 1 {sum(f['kit stride 1'])}, "
+                  f"kit stride 4 {sum(f['kit stride 4'])}, authors {sum(f['authors'])}; kit stride 1 and authors agree on "
+                  f"{sum(a == b for a, b in zip(f['kit stride 1'], f['authors']))} of {n}."]
         L.append('')
     if 'memory' in r:
         L += ['## (c) peak memory of a training step (3 steps, fresh process per method)\n']

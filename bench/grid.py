@@ -141,7 +141,8 @@ def cell_key(overrides: list[str]) -> str:
         if d[sec].get(k) == earlier: d[sec].pop(k)
     d['run'].pop('trace_interval', None); d['run'].pop('trace_images', None) # no effect on the result
     if d['data'].get('manifest'): d['data']['manifest'] = Path(d['data']['manifest']).name   # not the checkout path
-    if d['method']['name'] == 'ael' and d['method']['acm']: d['acm_draw'] = 'one step ahead'  # ACM sources drawn a step early since 2026-11-26
+    if d['method']['name'] == 'ael' and d['method']['acm']:   # ACM's sources, since the engine redesign (2026-11-26): drawn one step
+        d['acm_draw'] = 'from the previous step table, one teacher call'   # ahead from the table as the previous step left it, one teacher call
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 # ---------------------------------------------------------------- running one cell (in a child process)

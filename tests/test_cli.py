@@ -79,3 +79,98 @@ def test_errors(trained, tmp_path):
     root = make_fixture(other, tmp_path / other, n=2, size=(16, 24))
     r = run('ael-eval', trained[0] / 'latest.pth', '--dataset', other, '--data-root', root, '--split', split)
     assert r.returncode == 2 and f'dataset {other!r} has' in r.stderr and 'classes' in r.stderr
+
+
+# ---------------------------------------------------------------- bad input: one line naming the key or file, exit 2
+def inproc(capsys, fn, *args):
+    "A console script's entry point in this process (fast): (exit status, stdout, stderr)."
+    try: rc = fn([str(a) for a in args])
+    except SystemExit as e: rc = e.code
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_overrides_anywhere():
+    r = run('ael-train', 'optim.iters=3', '--seed', 1, 'run.threads=1', '--show-config')
+    assert r.returncode == 0, r.stderr
+    assert 'iters: 3' in r.stdout and 'seed: 1' in r.stdout and 'threads: 1' in r.stdout
+
+
+BAD_VALUES = [('optim.iters=-3', 'optim.iters=-3 must be an integer >= 1'), ('optim.iters=0', 'optim.iters=0 must be'),
+              ('method.ema_decay=2', 'method.ema_decay=2.0 must be a finite number in [0, 1]'),
+              ('eval.interval=-1', 'eval.interval=-1 must be an integer >= 0'),
+              ('eval.max_images=0', 'eval.max_images=0 must be null or an integer >= 1'),
+              ('data.batch_size=0', 'data.batch_size=0 must be'), ('data.crop_size=0,0', 'data.crop_size=(0, 0) must be'),
+              ('run.device=tpu', "run.device='tpu' must be"), ('optim.lr=1e400', "optim.lr: '1e400' is not a finite number"),
+              ('optim.lr=-0.1', 'optim.lr=-0.1 must be a finite number > 0'), ('method.tau=1', 'method.tau=1.0 must be'),
+              ('method.cp_prob=1.5', 'method.cp_prob=1.5 must be'), ('data.fraction=0', 'data.fraction=0.0 must be'),
+              ('model.output_stride=32', 'model.output_stride=32 must be one of [8, 16]'),
+              ('eval.models=[]', "eval.models=() must be 'teacher', 'student' or both"), ('optim.iters', 'is not of the form key=value')]
+
+
+@pytest.mark.parametrize('override,message', BAD_VALUES)
+def test_bad_values_one_line(capsys, override, message):
+    from ael_nb.cli import ael_train
+    rc, out, err = inproc(capsys, ael_train, override, '--show-config')
+    assert rc == 2 and err.startswith('ael-train: error: ') and message in err and err.count('\n') == 1, err
+    assert 'Traceback' not in err and out == ''
+
+
+def test_bad_files_and_devices_one_line(capsys, tmp_path):
+    from ael_nb.cli import ael_train, ael_eval
+    (tmp_path / 'bad.yaml').write_text('optim:\n  iters: [3\n')
+    rc, _, err = inproc(capsys, ael_train, '--config', tmp_path / 'bad.yaml')
+    assert rc == 2 and f"{tmp_path / 'bad.yaml'}: not valid YAML" in err and err.count('\n') == 1, err
+    (tmp_path / 'key.yaml').write_text('optim:\n  iter: 3\n')
+    rc, _, err = inproc(capsys, ael_train, '--config', tmp_path / 'key.yaml')
+    assert rc == 2 and 'key.yaml: unknown configuration key' in err and 'optim.iters' in err
+    import torch
+    if not torch.cuda.is_available():
+        rc, _, err = inproc(capsys, ael_train, 'run.device=cuda:0', *TINY)
+        assert rc == 2 and "run.device 'cuda:0': no such CUDA device" in err, err
+    rc, _, err = inproc(capsys, ael_eval, tmp_path / 'x.pth', '--device', 'tpu')
+    assert rc == 2 and "--device 'tpu': expected" in err
+    rc, _, err = inproc(capsys, ael_eval, tmp_path / 'x.pth', '--max-images', 0)
+    assert rc == 2 and "argument --max-images: '0' must be >= 1" in err
+
+
+def test_debug_shows_the_traceback():
+    r = run('ael-train', 'optim.iters=0', '--debug')
+    assert r.returncode == 1 and 'Traceback' in r.stderr and 'optim.iters=0 must be' in r.stderr
+
+
+@pytest.mark.parametrize('split', ['train', 'val'])
+def test_empty_split_folder(capsys, tmp_path, split):
+    "An empty train/ or val/ folder stops ael-train with the folder's name (it gave mIoU nan and 'best -100.0')."
+    from ael_nb.cli import ael_train
+    from ael_nb.datasets import make_fixture
+    root = make_fixture('camvid', tmp_path / 'camvid', n=4)
+    (root / f'{split}.txt').unlink(); shutil.rmtree(root / split); (root / split).mkdir()
+    rc, _, err = inproc(capsys, ael_train, 'data.dataset=camvid', '--data-root', root, '--out', tmp_path / 'run', *TINY)
+    assert rc == 2 and f"{root / split}: split '{split}' holds no images" in err and err.count('\n') == 1, err
+
+
+def test_predict_refuses_two_inputs_for_one_mask(trained, tmp_path):
+    from PIL import Image
+    imgs = tmp_path / 'imgs'; imgs.mkdir()
+    for name in ('x.png', 'x.jpg', 'y.png'): Image.new('RGB', (28, 20), (90, 120, 60)).save(imgs / name)
+    r = run('ael-predict', trained[0] / 'best.pth', imgs, tmp_path / 'masks')
+    assert r.returncode == 2 and 'x.jpg and x.png would both be written to x.png' in r.stderr, r.stderr
+    assert not (tmp_path / 'masks').exists()                          # nothing written
+    (imgs / 'x.jpg').unlink(); (imgs / 'z.png').write_bytes(b'not an image'); (imgs / 'w.jpg').write_bytes(b'')
+    r = run('ael-predict', trained[0] / 'best.pth', imgs, tmp_path / 'masks')
+    assert r.returncode == 2 and '2 of 4 images cannot be read, no mask written: w.jpg' in r.stderr and 'z.png' in r.stderr
+    assert not (tmp_path / 'masks').exists() and r.stderr.count('\n') == 1
+    (imgs / 'z.png').unlink(); (imgs / 'w.jpg').unlink()
+    r = run('ael-predict', trained[0] / 'best.pth', imgs, tmp_path / 'masks')
+    assert r.returncode == 0 and r.stdout.strip() == f"2 masks written to {tmp_path / 'masks'}"
+    assert sorted(p.name for p in (tmp_path / 'masks').iterdir()) == ['x.png', 'y.png']
+    r = run('ael-predict', trained[0] / 'best.pth', imgs, imgs)
+    assert r.returncode == 2 and 'the output folder is the image folder' in r.stderr
+
+
+def test_eval_save_dir_count(trained, tmp_path):
+    r = run('ael-eval', trained[0] / 'latest.pth', '--max-images', 3, '--save-dir', tmp_path / 'pred', '--json', tmp_path / 'deep' / 'e.json')
+    assert r.returncode == 0, r.stderr
+    assert f"3 prediction maps written to {tmp_path / 'pred'}" in r.stdout and len(list((tmp_path / 'pred').glob('*.png'))) == 3
+    assert (tmp_path / 'deep' / 'e.json').is_file()                   # the JSON's folder is created

@@ -191,11 +191,26 @@ def test_get_dataset_by_name_and_env(tmp_path, monkeypatch):
 
 
 def test_synthetic_by_name():
-    pytest.importorskip('ael_nb.synthetic', reason="helper D's ael_nb.synthetic is not there yet")
     ds = get_dataset('synthetic', split='train')
     assert isinstance(ds, SegDataset) and 'synthetic' in DATASETS and len(ds) > 0
     s = ds[0]
     assert s['image'].dtype == torch.uint8 and s['label'].dtype == torch.int64 and s['id'] == ds.ids[0]
+
+
+def test_empty_split_names_its_folder(tmp_path):
+    "An empty split is an error naming the folder or list file, never a dataset of 0 images (mIoU nan, 'best -100.0')."
+    import shutil
+    cv = make_fixture('camvid', tmp_path/'camvid')
+    (cv/'val.txt').unlink(); shutil.rmtree(cv/'val'); (cv/'val').mkdir()
+    with pytest.raises(DataError, match=r"camvid/val: split 'val' holds no images"): CamVid(cv, 'val')
+    (cv/'train.txt').write_text('# nothing listed\n')
+    with pytest.raises(DataError, match=r"train.txt: split 'train' holds no images"): CamVid(cv, 'train')
+    cs = make_fixture('cityscapes', tmp_path/'cs'); shutil.rmtree(cs/'leftImg8bit'/'val'); (cs/'leftImg8bit'/'val').mkdir()
+    with pytest.raises(DataError, match=r"leftImg8bit/val: split 'val' holds no images"): Cityscapes(cs, 'val')
+    voc = make_fixture('voc', tmp_path/'voc'); (voc/'ImageSets'/'Segmentation'/'val.txt').write_text('\n')
+    with pytest.raises(DataError, match=r"val.txt: split 'val' holds no images"): VOC(voc, 'val')
+    ade = make_fixture('ade20k', tmp_path/'ade'); shutil.rmtree(ade/'images'/'validation'); (ade/'images'/'validation').mkdir()
+    with pytest.raises(DataError, match=r"images/validation: split 'validation' holds no images"): ADE20K(ade, 'validation')
 
 
 def test_colorize():
