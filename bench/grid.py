@@ -100,7 +100,8 @@ COMMON = ['model.backbone=resnet18', 'model.output_stride=16', 'model.aux=false'
           'eval.interval=0', 'eval.models=[teacher,student]', 'data.num_workers=0', 'data.check=false',
           'run.threads=1', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false',
           'method.alpha_rampup=0',   # the paper's alpha from step 0 unless a variant says otherwise (the cpu preset ramps)
-          'optim.amp=none']          # fp32 unless a variant says otherwise (the cpu preset's 'auto' depends on the machine)
+          'optim.amp=none',          # fp32 unless a variant says otherwise (the cpu preset's 'auto' depends on the machine)
+          'method.tau=0.99', 'method.acm_targets=all']   # the cpu preset's values before it became the 800-step default run
 
 def manifest_for(dataset: str, fraction: str, seed: int) -> list[str]:
     "Shipped manifest `data_manifests/<dataset>/<1-8>_fold<seed>.json` if there is one, else a draw with `run.seed`."
@@ -136,10 +137,12 @@ def cell_key(overrides: list[str]) -> str:
     d = to_dict(get_config('cpu', overrides=overrides))
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
     d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
+    d['model'].pop('channels_last', None)                                                     # timing only, same numbers up to rounding
     if d['method'].get('alpha_rampup') == 0: d['method'].pop('alpha_rampup')   # added later; 0 = the earlier behaviour
     for sec, k, earlier in KEYS_ADDED_LATER:                                  # the same: keys added later, at the earlier behaviour
         if d[sec].get(k) == earlier: d[sec].pop(k)
     d['run'].pop('trace_interval', None); d['run'].pop('trace_images', None) # no effect on the result
+    if not (d['method']['name'] == 'ael' and d['method']['acm']): d['method'].pop('acm_stride', None)   # ACM only (added later)
     if d['data'].get('manifest'): d['data']['manifest'] = Path(d['data']['manifest']).name   # not the checkout path
     if d['method']['name'] == 'ael' and d['method']['acm']:   # ACM's sources, since the engine redesign (2026-11-26): drawn one step
         d['acm_draw'] = 'from the previous step table, one teacher call'   # ahead from the table as the previous step left it, one teacher call

@@ -58,6 +58,22 @@ def part_compile(reps: int, threads: int = 1) -> dict:
     out.update({f'{n}_cpu_s': spread(v) for n, v in ts.items()}, threads=threads, batch='16 x 3 x 96 x 128, bf16 autocast, fwd+bwd')
     return out
 
+def part_data(reps: int) -> dict:
+    "CPU seconds to make one step's batches of the `cpu` preset in the main process (8 labeled + 8 unlabeled scenes, ACM's 8 sources)."
+    import tempfile
+    from ael_nb.config import get_config
+    from ael_nb.train import setup
+    from ael_nb.plan import collate
+    torch.set_num_threads(1)
+    run = setup(get_config('cpu', overrides=['run.progress=false', 'run.tensorboard=false', 'data.check=false',
+                                             f'run.out={tempfile.mkdtemp(prefix="ael_levers_")}']))
+    ts = {'labeled + unlabeled batch': [], 'ACM sources (8 scenes)': []}
+    for _ in range(reps):
+        c0 = time.process_time(); next(run.dl_l); next(run.dl_u); ts['labeled + unlabeled batch'].append(time.process_time() - c0)
+        c0 = time.process_time(); collate([run.S.sources.unlabeled[(i, i)] for i in range(8)]); ts['ACM sources (8 scenes)'].append(time.process_time() - c0)
+    run.close()
+    return {k: spread(v) for k, v in ts.items()}
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument('--reps', type=int, default=5, help='interleaved rounds')
@@ -67,10 +83,11 @@ def main(argv=None):
     ap.add_argument('--set', nargs='*', default=[], help='extra config overrides for every variant')
     ap.add_argument('--tag', default='cpu')
     ap.add_argument('--compile', action='store_true', help='only time torch.compile of the network (part_compile)')
+    ap.add_argument('--data', action='store_true', help="only time the making of a step's batches (part_data)")
     a = ap.parse_args(argv)
-    if a.compile:
-        res = part_compile(a.reps)
-        (RESULTS / f'levers_compile_{a.tag}.json').write_text(json.dumps(res, indent=1)); print(json.dumps(res, indent=1)); return
+    if a.compile or a.data:
+        part, res = ('compile', part_compile(a.reps)) if a.compile else ('data', part_data(a.reps))
+        (RESULTS / f'levers_{part}_{a.tag}.json').write_text(json.dumps(res, indent=1)); print(json.dumps(res, indent=1)); return
     from ael_nb.config import get_config
     from ael_nb.train import setup
     from ael_nb.steps import Trace
