@@ -32,7 +32,7 @@ def train_parser() -> argparse.ArgumentParser:
         description="Train a semi-supervised segmenter (AEL, NeurIPS 2021, and its baselines).",
         epilog="overrides: any configuration key as key=value, e.g. optim.iters=100 method.gamma=0 data.crop_size=64\n"
                "           (ael-train --keys lists them). Order: preset < --config < flags < overrides.\n"
-               "examples:\n  ael-train                                  # AEL on synthetic scenes, CPU, a few minutes\n"
+               "examples:\n  ael-train                                  # AEL on synthetic scenes, CPU, under 10 minutes\n"
                "  ael-train --method cutmix --out runs/base\n"
                "  ael-train --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/1-16_fold0.json\n"
                "  torchrun --nproc_per_node 8 $(which ael-train) --preset cityscapes ...   # DDP")
