@@ -13,26 +13,21 @@ Evaluation (whole 96x128 val scenes, `--eval-images` of them, the teacher) is ti
 a step comes from a timed `Trace` (`ael_nb.steps.section`).
 Writes bench/results/levers_<tag>.json and .md."""
 from __future__ import annotations
-import argparse, datetime as dt, json, os, platform, statistics, tempfile, time
+import argparse, datetime as dt, json, os, platform, statistics, sys, tempfile, time
 from pathlib import Path
 import torch
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / 'results'
 
-def channels_last(run):
-    "Student and teacher in channels_last memory format (what oneDNN's bf16 convolutions prefer)."
-    for m in (run.S.student, run.S.teacher):
-        if m is not None: m.to(memory_format=torch.channels_last)
-    return run
-
-VARIANTS = {   # name -> (config overrides, run transform, torch threads)
-    'fp32': (['optim.amp=none'], None, 1),
-    'bf16': (['optim.amp=bf16'], None, 1),
-    'bf16 + channels_last': (['optim.amp=bf16'], channels_last, 1),
-    'bf16, acm_targets=half': (['optim.amp=bf16', 'method.acm_targets=half'], None, 1),   # the authors' batch: 4 targets + 4 sources
-    'bf16 + channels_last, acm_targets=half': (['optim.amp=bf16', 'method.acm_targets=half'], channels_last, 1),
-    'bf16, 2 threads': (['optim.amp=bf16'], None, 2),
+CL, HALF = ['model.channels_last=true'], ['method.acm_targets=half']   # the preset's values are pinned off in `base` below
+VARIANTS = {   # name -> (config overrides, torch threads)
+    'fp32': (['optim.amp=none'], 1),
+    'bf16': (['optim.amp=bf16'], 1),
+    'bf16 + channels_last': (['optim.amp=bf16'] + CL, 1),
+    'bf16, acm_targets=half': (['optim.amp=bf16'] + HALF, 1),   # the authors' batch: 4 targets + 4 sources
+    'bf16 + channels_last, acm_targets=half': (['optim.amp=bf16'] + CL + HALF, 1),
+    'bf16, 2 threads': (['optim.amp=bf16'], 2),
 }
 
 def spread(ts): return dict(median_s=statistics.median(ts), min_s=min(ts), max_s=max(ts), n=len(ts))
@@ -94,16 +89,16 @@ def main(argv=None):
     from ael_nb.runlog import evaluate_models
     tmp = Path(tempfile.mkdtemp(prefix='ael_levers_'))
     base = ['run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'optim.iters=800', 'method.alpha_rampup=400',
+            'model.channels_last=false', 'method.acm_targets=all',
             f'eval.max_images={a.eval_images}', 'data.check=false']
     runs = {}
     for name in a.variants:
-        ov, fn, _ = VARIANTS[name]
+        ov, _ = VARIANTS[name]
         torch.set_num_threads(2)
-        r = setup(get_config('cpu', overrides=base + a.set + ov + [f"run.out={tmp / name.replace(' ', '_').replace(',', '').replace('+', 'p')}"]))
-        runs[name] = fn(r) if fn else r
+        runs[name] = setup(get_config('cpu', overrides=base + a.set + ov + [f"run.out={tmp / name.replace(' ', '_').replace(',', '').replace('+', 'p')}"]))
     step_t = {n: [] for n in runs}; cpu_t = {n: [] for n in runs}; data_t = {n: [] for n in runs}; eval_t = {n: [] for n in runs if 'acm_targets' not in n}   # the network's cost only: one model, per val scene
     def steps(name, timed=False):
-        torch.set_num_threads(VARIANTS[name][2])
+        torch.set_num_threads(VARIANTS[name][1])
         run, ts, cs = runs[name], [], []
         for _ in range(a.steps):
             tr = Trace(timed=True) if timed else None
@@ -113,7 +108,7 @@ def main(argv=None):
             if timed: data_t[name].append(tr.times.get('data', float('nan')))
         return statistics.median(ts), statistics.median(cs)
     def evals(name):
-        torch.set_num_threads(VARIANTS[name][2])
+        torch.set_num_threads(VARIANTS[name][1])
         run = runs[name]; models = run.cfg.eval.models
         run.cfg.eval.models = ('teacher',)       # evaluate_models reads S.cfg, the same object
         t0, c0 = time.perf_counter(), time.process_time(); evaluate_models(run.S, run.data, run.device)
@@ -138,7 +133,7 @@ def main(argv=None):
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f'levers_{a.tag}.json').write_text(json.dumps(res, indent=1))
     md = [f"# Levers on the CPU ({a.tag}, {res['when']}, load average at the end {res['host']['load_avg'][0]:.1f})\n",
-          f"`python bench/levers.py {' '.join(argv or [])}`: {a.reps} interleaved rounds of {a.steps} AEL steps per variant (`cpu` preset, "
+          f"`python bench/levers.py {' '.join(sys.argv[1:] if argv is None else argv)}`: {a.reps} interleaved rounds of {a.steps} AEL steps per variant (`cpu` preset, "
           f"800-step schedule), median of each round's steps; ratio = per-round ratio to `{ref}`.\n",
           '| variant | step s (median) | min-max | ratio to ref (median, min-max) | CPU s (median, min-max) | CPU ratio to ref | data s |',
           '|---|---|---|---|---|---|---|']
