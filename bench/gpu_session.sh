@@ -2,8 +2,8 @@
 # GPU evidence for the default run's setting, as ONE command for a lent GPU machine (one GPU, 16 cores), at most MINUTES
 # of wall time (default 8). Every cell is a bench/grid.py cell (synthetic96, 800 steps, alpha ramped in over the first
 # 400, bf16 autocast, one CPU thread each; --device cuda: JOBS processes share the GPU), run in priority order:
-#   (a) grid `setting`: supervised, CutMix + ramp, AEL + ramp (the default run), AEL without the ramp, AEL + ramp with
-#       the authors' batch (method.acm_targets=half), seeds 0 1 2 (seed by seed);
+#   (a) grid `setting`: supervised, CutMix + ramp, AEL + ramp, AEL without the ramp, AEL + ramp with the authors' batch
+#       (method.acm_targets=half: the default run), AEL + ramp in fp32 (bf16 vs fp32), seeds 0 1 2 (seed by seed);
 #   (b) grid `choices`: the kit's choices vs the authors' (method.absent_as_zero=true, method.aes_source=student), seeds 0 1 2;
 #   (c) grids `table6r` `table8r` `table9r` `table10r` (the ABLATIONS rows of Tables 6, 8, 9, 10), seed 0, then seeds 1 2.
 # No cell starts after MINUTES - 1.5 min; grid.py stops running ones a minute later (they are left out, never half

@@ -69,10 +69,11 @@ RAMP, BF16 = ['method.alpha_rampup={half}'], ['optim.amp=bf16']
 def _story(rows: dict) -> dict: return {k: v + RAMP + BF16 for k, v in rows.items()}
 GRIDS.update({
     # the default run's comparison: supervised vs the basic framework vs AEL, ramped; AEL without the ramp (paper's alpha from step 0)
-    'setting': dict(variants={**_story({'supervised': ['method.name=supervised'], 'cutmix ramp': ['method.name=cutmix'],
-                                        'ael ramp': ['method.name=ael']}),
+    'setting': dict(variants={'supervised': ['method.name=supervised'] + RAMP + BF16,
+                              'ael ramp acm half': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16,   # = ael-train
+                              'ael ramp': ['method.name=ael'] + RAMP + BF16, 'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16,
                               'ael no ramp': ['method.name=ael'] + BF16,
-                              'ael ramp acm half': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16},
+                              'ael ramp fp32': ['method.name=ael'] + RAMP},   # bf16 vs fp32 on today's code (the fp32 cells of remedies predate ACM's stride)
                     baseline='supervised', ceiling=None),
     # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
     'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
