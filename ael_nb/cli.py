@@ -5,7 +5,7 @@ with a chosen protocol, segment a folder of images."""
 
 # %% ../nbs/22_cli.ipynb #415f524f
 from __future__ import annotations
-import argparse, json, re, sys, time
+import argparse, json, os, re, sys, time
 import yaml
 from pathlib import Path
 import numpy as np
@@ -34,8 +34,8 @@ def train_parser() -> argparse.ArgumentParser:
                "           (ael-train --keys lists them). Order: preset < --config < flags < overrides.\n"
                "examples:\n  ael-train                                  # AEL on synthetic scenes, CPU, under 10 minutes\n"
                "  ael-train --method cutmix --out runs/base\n"
-               "  ael-train --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/1-16_fold0.json\n"
-               "  torchrun --nproc_per_node 8 $(which ael-train) --preset cityscapes ...   # DDP")
+               "  ael-train --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/unimatch_1_16.json\n"
+               "  torchrun --nproc_per_node 8 --standalone --no-python ael-train --preset cityscapes ...   # DDP (or: ael-launch --gpus 8 ...)")
     p.add_argument('overrides', nargs='*', help='key=value configuration overrides')
     p.add_argument('--preset', default='cpu', choices=list(PRESETS), help='named preset (default: cpu)')
     p.add_argument('--config', help='YAML file with (part of) a configuration')
@@ -96,8 +96,10 @@ def _train(a):
     if a.show_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
     check_device(cfg.run.device, 'run.device')
+    main = is_main() and os.environ.get('RANK', '0') == '0'   # decided now: train() ends the process group, then every rank is "rank 0"
     s = train(cfg)
-    if is_main() and 'table' in s:
+    if not main: return 0
+    if 'table' in s:
         print(f"\n{s['method']} ({s['preset']} preset, {'fp32' if s['amp'] == 'none' else s['amp']}), {s['it']} steps in {s['time_s']:.0f} s, split {s['manifest']} ({s['manifest_hash']})")
         print(f"per-class IoU (%), {cfg.eval.protocol} evaluation on {cfg.data.dataset} {cfg.data.val_split}:\n")
         print(s['table'])
@@ -110,10 +112,10 @@ def _train(a):
                           f"no stored supervised result at this setting and seed to compare with: train one with the same arguments "
                           f"and --method supervised --out {s['run_dir']}_supervised, then compare them in nbs/23_compare.ipynb"))
         print('\n' + next_steps(s['run_dir']))
-    elif is_main(): print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
+    else: print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
     return 0
 
-# %% ../nbs/22_cli.ipynb #1b1daef6
+# %% ../nbs/22_cli.ipynb #64a056f0
 SETTING_IGNORED = ('method.', 'run.', 'eval.interval', 'eval.models', 'eval.select', 'eval.num_workers', 'data.check',
                    'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last')
 

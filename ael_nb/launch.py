@@ -199,7 +199,9 @@ def ael_launch(argv=None) -> int:
 def config_table(cfg, keys=('data.dataset', 'data.manifest', 'data.crop_size', 'data.batch_size', 'data.unlabeled_ratio',
                             'model.backbone', 'model.output_stride', 'model.deep_stem', 'model.pretrained', 'model.sync_bn',
                             'optim.lr', 'optim.head_lr_mult', 'optim.weight_decay', 'optim.iters', 'optim.accum_steps',
-                            'optim.amp', 'optim.sup_loss', 'method.name', 'method.r_star', 'method.k', 'method.cp_exclude',
+                            'optim.amp', 'optim.sup_loss', 'optim.loss_per_rank', 'model.checkpointing', 'method.name', 'method.r_star',
+                            'method.acm_min_area', 'method.k', 'method.cp_exclude', 'method.student_forward', 'method.teacher_mode',
+                            'method.labeled_unsup', 'method.acm_targets',
                             'eval.protocol', 'run.out')) -> list[tuple[str, object]]:
     "(key, value) of the settings that decide a paper-scale run."
     def get(k):

@@ -6,11 +6,13 @@ an optional auxiliary FCN head, ImageNet weights (torchvision's, or the authors'
 # %% ../nbs/05_model.ipynb #bf50ba3d
 from __future__ import annotations
 import re, warnings
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 import torch
 from torch import nn
 import torch.nn.functional as F
 import torchvision
+from torch.utils.checkpoint import checkpoint
 from fastcore.basics import patch
 from torchvision.models import resnet
 from torchvision.models._utils import IntermediateLayerGetter
@@ -92,6 +94,16 @@ class ASPP(nn.Module):
 # %% ../nbs/05_model.ipynb #74508523
 def _up(x, size): return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
 
+@contextmanager
+def _keep_bn_stats(module: nn.Module):
+    "Restore the BatchNorm running statistics of `module` on exit: a recomputed forward must not count its batch twice."
+    saved = [(b, b.clone()) for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+             for b in (m.running_mean, m.running_var, m.num_batches_tracked) if b is not None]
+    try: yield
+    finally:
+        with torch.no_grad():
+            for b, v in saved: b.copy_(v)
+
 class DeepLabV3Plus(nn.Module):
     "DeepLabv3+ on a dilated torchvision ResNet; `forward(x)` -> dict(out=logits at x's size[, aux=...])."
     def __init__(self, num_classes: int,          # number of classes C (logits have C channels)
@@ -100,7 +112,8 @@ class DeepLabV3Plus(nn.Module):
                  deep_stem: bool = False,         # three 3x3 convs as the stem (authors' "resnet101c")
                  aux: bool = False,               # FCN head on `layer3`, output `aux` in training mode
                  pretrained: str | Path | None = None,  # 'imagenet', a backbone checkpoint path, or None (see `load_pretrained`)
-                 dropout: float = 0.1):           # channel dropout in the ASPP and the decoder
+                 dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
+                 checkpointing: bool = False):    # training: recompute each residual block in the backward pass (less memory)
         super().__init__()
         net = resnet_backbone(backbone, output_stride, deep_stem)
         e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
@@ -112,10 +125,22 @@ class DeepLabV3Plus(nn.Module):
         self.classifier = nn.Conv2d(256, num_classes, 1)
         self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
         self.num_classes, self.output_stride, self.deep_stem, self.backbone_name = num_classes, output_stride, deep_stem, backbone
+        self.checkpointing = checkpointing
         if pretrained is not None: load_pretrained(self, pretrained)
 
+    def features(self, x) -> dict:
+        "The backbone's `low`, `mid` and `high` maps; with `checkpointing` (training, with gradients) only each block's input is kept."
+        if not (self.checkpointing and self.training and torch.is_grad_enabled()): return self.backbone(x)
+        f, names = {}, self.backbone.return_layers
+        for name, m in self.backbone.named_children():
+            if name.startswith('layer'):
+                for blk in m: x = checkpoint(blk, x, use_reentrant=False, context_fn=lambda b=blk: (nullcontext(), _keep_bn_stats(b)))
+            else: x = m(x)
+            if name in names: f[names[name]] = x
+        return f
+
     def forward(self, x):
-        f = self.backbone(x)
+        f = self.features(x)
         low = self.reduce(f['low'])
         y = torch.cat([_up(self.aspp(f['high']), low.shape[-2:]), low], 1)
         out = dict(out=_up(self.classifier(self.decoder(y)), x.shape[-2:]))
@@ -129,7 +154,7 @@ def build_model(num_classes: int,            # number of classes
                 deep_stem: bool = False,     # authors' 3x3 stem
                 aux: bool = False,           # auxiliary FCN head on `layer3`
                 pretrained=None,             # 'imagenet', a backbone checkpoint path, or None (from scratch)
-                **kwargs) -> DeepLabV3Plus:  # passed to `DeepLabV3Plus` (e.g. `dropout`)
+                **kwargs) -> DeepLabV3Plus:  # passed to `DeepLabV3Plus` (e.g. `dropout`, `checkpointing`)
     "The segmentation network of the kit: DeepLabv3+ on a ResNet; warns when a ResNet-50/101 gets no weights."
     if _scratch(pretrained) and backbone in ('resnet50', 'resnet101'):
         warnings.warn(f"model.pretrained=none: the {backbone} backbone trains from scratch; the paper starts from ImageNet "

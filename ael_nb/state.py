@@ -105,8 +105,8 @@ def unlabeled_micro_batch(cfg: Config) -> int:
         n //= 2
     return n
 
-def check_micro_batches(cfg: Config):
-    "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with)."
+def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
+    "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with), or a lone image meets BatchNorm."
     m, b_l, b_u, where = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
     if m.name == 'ael' and m.acp and b_l < 2:
         raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, but each rank holds {b_l} ({where}); "
@@ -114,12 +114,18 @@ def check_micro_batches(cfg: Config):
     if (m.name == 'cutmix' or (m.name == 'ael' and not m.acm)) and b_u < 2:
         raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
                          "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
+    pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'      # SyncBatchNorm: statistics over all ranks
+    if m.student_forward == 'separate' and m.name != 'supervised' and min(b_l, b_u) < 2 and not pooled:
+        raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled image(s) apart, and BatchNorm "
+                         "in training needs 2 images per forward (the ASPP's image pooling) unless SyncBatchNorm pools several GPUs; "
+                         "raise data.batch_size, or set method.student_forward=joint")
 
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
     mc, oc, me = cfg.model, cfg.optim, cfg.method
-    student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained, dropout=mc.dropout).to(device)
+    student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained, dropout=mc.dropout,
+                          checkpointing=mc.checkpointing).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
     teacher = make_teacher(student) if me.name != 'supervised' else None
     if world_size() > 1:

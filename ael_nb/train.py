@@ -24,7 +24,8 @@ from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 
 # %% auto #0
-__all__ = ['average_buffers', 'init_distributed', 'bf16_supported', 'resolve_amp', 'Run', 'setup', 'train']
+__all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'resolve_amp', 'Run',
+           'setup', 'train']
 
 # %% ../nbs/20_train.ipynb #33ccb68c
 def average_buffers(model: nn.Module) -> nn.Module:
@@ -39,6 +40,19 @@ def init_distributed(device_type: str = 'cpu') -> bool:
     if dist_ready() or int(os.environ.get('WORLD_SIZE', 1)) <= 1: return False
     dist.init_process_group('nccl' if device_type == 'cuda' else 'gloo')
     return True
+
+# %% ../nbs/20_train.ipynb #79c0a190
+def peak_memory_gb(device) -> float:
+    "This process's peak memory in GB: CUDA `max_memory_allocated` on a GPU, the resident set's high-water mark (`ru_maxrss`) on the CPU."
+    if torch.device(device).type == 'cuda': return torch.cuda.max_memory_allocated(device) / 1024 ** 3
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2     # Linux reports KiB
+
+def rank_values(x: float, device) -> list[float]:
+    "`x` of every rank, in rank order (a collective: every rank calls it)."
+    v = torch.zeros(world_size(), dtype=torch.float64, device=device)
+    v[rank()] = x
+    return all_reduce_sum(v).tolist()
 
 # %% ../nbs/20_train.ipynb #a33feed1
 def bf16_supported(device) -> bool:
@@ -94,7 +108,7 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     asked, cfg = cfg, copy.deepcopy(cfg)                          # config.yaml keeps what was asked; the run uses what resolves
     cfg.optim.amp = resolve_amp(asked.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
-    check_micro_batches(cfg)
+    check_micro_batches(cfg, device.type)
     seed_everything(cfg.run.seed)
     out = Path(cfg.run.out)
     data = build_data(cfg)                                         # fails here on bad files
@@ -158,11 +172,13 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
 
 @patch
 def _log(self: Run, lr: float):
-    "Write the averages since the last log line (losses, lr, throughput, bank) to metrics.jsonl and TensorBoard."
+    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank) to metrics.jsonl and TensorBoard."
     dt, names = time.time() - self.t0, self.data.info.class_names
     rec = dict(it=self.it, **{k: v / self.acc['_n'] for k, v in self.acc.items() if k != '_n'},
-               lr=lr, img_per_s=self.n_img * world_size() / max(dt, 1e-9), conf=[round(float(c), 5) for c in self.S.bank.conf])
-    self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf')} | {f'conf/{n}': c for n, c in zip(names, rec['conf'])})
+               lr=lr, img_per_s=self.n_img * world_size() / max(dt, 1e-9), conf=[round(float(c), 5) for c in self.S.bank.conf],
+               peak_mem_gb=[round(m, 3) for m in rank_values(peak_memory_gb(self.device), self.device)])
+    self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf', 'peak_mem_gb')}
+                   | {f'conf/{n}': c for n, c in zip(names, rec['conf'])} | {'train/peak_mem_gb': max(rec['peak_mem_gb'])})
     self.acc, self.t0, self.n_img = {}, time.time(), 0
 
 # %% ../nbs/20_train.ipynb #eeca511e
@@ -200,7 +216,8 @@ def finish(self: Run) -> dict:
     summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp,
                    time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,
                    best=S.best, last=self.summaries, conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
-                   teacher_weights=None if S.teacher is None else weights_digest(S.teacher))
+                   teacher_weights=None if S.teacher is None else weights_digest(S.teacher),
+                   peak_mem_gb=rank_values(peak_memory_gb(self.device), self.device))
     if is_main():
         if self.cms: summary['table'] = markdown_table(write_results(self.out, self.cms, self.data.info, cfg.run.plots))
         atomic_write_text(self.out / 'summary.json', json.dumps(summary, indent=1))

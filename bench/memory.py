@@ -3,28 +3,38 @@
 One training step of the student alone (forward on labeled + unlabeled images per GPU, cross-entropy, backward,
 SGD with momentum) plus an EMA teacher's weights, at the preset's crop, fp32 and bf16 autocast; prints
 `torch.cuda.max_memory_allocated` next to the estimate. No data: random images and labels of the crop size.
+Overrides such as `model.checkpointing=true` change the network as they change a run.
+
+Without a GPU (`--device cpu`) the same step runs in a fresh process per probe size (`--probe`, default 97 and 161)
+and the process's resident-set high-water mark (`ru_maxrss`) after the step, minus the one after building the
+networks, is the step's peak (activations, gradients, momentum, the backward's temporaries: large tensors are
+mmap'ed and given back, so the RSS follows the live tensors). Two probe sizes fit `peak = a + b x pixels`,
+extrapolated to the crop; the weights of student and teacher are added. fp32 only.
 
     python bench/memory.py --preset cityscapes --gpus 8                       # R101 OS8 769x769, 2+2 images per GPU
-    python bench/memory.py --preset cpu --device cpu --size 65 --images 2     # what runs here: a smoke test of the script
+    python bench/memory.py --preset cityscapes --gpus 8 model.checkpointing=true
+    python bench/memory.py --preset cityscapes --gpus 8 --device cpu [model.checkpointing=true]   # CPU extrapolation
 Output: one JSON line per precision (and `--json FILE` to keep them).
 """
-import argparse, json, sys, warnings
+import argparse, json, os, resource, subprocess, sys, warnings
 import torch
 from ael_nb.launch import batch_arithmetic, memory_estimate, resolve, train_argv
 from ael_nb.model import build_model
 
 
 def step_peak(cfg, images: int, size, device: str, amp: str, num_classes: int) -> float:
-    "GB at the peak of one student step (CUDA: max_memory_allocated; CPU: not measured, returns nan)."
+    "GB at the peak of one student step (CUDA: max_memory_allocated; CPU: rise of ru_maxrss during the step, weights excluded)."
     mc = cfg.model
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        student = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout).to(device)
+        student = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout,
+                              checkpointing=mc.checkpointing).to(device)
         teacher = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout).to(device).eval()
     opt = torch.optim.SGD(student.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(images, 3, *size, device=device)
     y = torch.randint(0, num_classes, (images, *size), device=device)
     if device.startswith('cuda'): torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for _ in range(2):                       # the second step holds the momentum buffers
         with torch.autocast(device.split(':')[0], dtype=torch.bfloat16, enabled=amp == 'bf16'):
             with torch.no_grad(): teacher(x)
@@ -32,9 +42,31 @@ def step_peak(cfg, images: int, size, device: str, amp: str, num_classes: int) -
             loss = torch.nn.functional.cross_entropy(out['out'], y) + 0.4 * torch.nn.functional.cross_entropy(out['aux'], y) \
                 if 'aux' in out else torch.nn.functional.cross_entropy(out['out'], y)
         opt.zero_grad(set_to_none=False); loss.backward(); opt.step()
-    if not device.startswith('cuda'): return float('nan')
+    if not device.startswith('cuda'): return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024 ** 2   # KiB -> GB
     torch.cuda.synchronize()
     return torch.cuda.max_memory_allocated() / 1024 ** 3
+
+
+def cpu_extrapolation(a, cfg, images, est) -> int:
+    "The CPU method of the module docstring: two probe sizes in fresh processes, linear in pixels, plus the weights."
+    peaks = {}
+    for n in a.probe:
+        cmd = [sys.executable, __file__, '--preset', a.preset, '--gpus', str(a.gpus), '--classes', str(a.classes), '--images', str(images),
+               '--child', str(n)] + a.overrides
+        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS='1'))
+        if r.returncode: sys.exit(f"memory.py: probe {n} failed: {r.stderr[-1000:]}")
+        peaks[n] = float(r.stdout.split()[-1])
+    (n0, p0), (n1, p1) = peaks.items()
+    slope = (p1 - p0) / (n1 * n1 - n0 * n0)
+    h, w = cfg.data.crop_size
+    step = p0 + slope * (h * w - n0 * n0)
+    row = dict(preset=a.preset, device='cpu (extrapolated)', crop=[h, w], backbone=cfg.model.backbone, output_stride=cfg.model.output_stride,
+               checkpointing=cfg.model.checkpointing, images_per_gpu=images, amp='none', probes_gb=peaks,
+               peak_gb=est['weights_gb'] / 2 + step, estimate_gb=est['weights_gb'] + est['act_per_image_gb'] * images)
+    print(json.dumps(row), flush=True)
+    if a.json:
+        with open(a.json, 'w') as f: json.dump([row], f, indent=1)
+    return 0
 
 
 def main(argv=None):
@@ -43,18 +75,23 @@ def main(argv=None):
     p.add_argument('--device', default='cuda'); p.add_argument('--classes', type=int, default=19)
     p.add_argument('--size', type=int, help='square crop instead of the preset\'s')
     p.add_argument('--images', type=int, help='images per GPU instead of labeled + unlabeled of the preset')
+    p.add_argument('--probe', type=int, nargs=2, default=(97, 161), help='CPU: the two probe sizes')
+    p.add_argument('--child', type=int, help=argparse.SUPPRESS)       # CPU: one probe step in this process, print its GB
     p.add_argument('--json'); p.add_argument('overrides', nargs='*')
     a = p.parse_args(argv)
     cfg = resolve(train_argv(a.preset, overrides=a.overrides + ([f'data.crop_size={a.size}'] if a.size else [])))
     b = batch_arithmetic(cfg, a.gpus)
     images = a.images or b['labeled_per_gpu'] + b['unlabeled_per_gpu']
+    if a.child:
+        torch.set_num_threads(1); print(step_peak(cfg, images, (a.child, a.child), 'cpu', 'none', a.classes)); return 0
     est = memory_estimate(cfg, a.gpus, num_classes=a.classes)
+    if not a.device.startswith('cuda'): return cpu_extrapolation(a, cfg, images, est)
     rows = []
     for amp in ('none', 'bf16'):
         peak = step_peak(cfg, images, cfg.data.crop_size, a.device, amp, a.classes)
         rows.append(dict(preset=a.preset, device=torch.cuda.get_device_name() if a.device.startswith('cuda') else 'cpu',
                          crop=list(cfg.data.crop_size), backbone=cfg.model.backbone, output_stride=cfg.model.output_stride,
-                         images_per_gpu=images, amp=amp, peak_gb=peak,
+                         checkpointing=cfg.model.checkpointing, images_per_gpu=images, amp=amp, peak_gb=peak,
                          estimate_gb=est['weights_gb'] + est['act_per_image_gb'] * images))
         print(json.dumps(rows[-1]), flush=True)
         if a.device.startswith('cuda'): torch.cuda.empty_cache()

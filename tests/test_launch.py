@@ -106,7 +106,7 @@ def test_slurm_signal_is_forwarded_and_requeues(tmp_path):
 
 
 @pytest.mark.slow
-def test_real_two_process_gloo_run(tmp_path, monkeypatch, capsys):
+def test_real_two_process_gloo_run(tmp_path, monkeypatch, capfd):
     "The printed torchrun command, run by ael-launch: 2 CPU processes (gloo) on tiny synthetic data."
     monkeypatch.chdir(REPO)
     monkeypatch.setenv('OMP_NUM_THREADS', '1')
@@ -114,7 +114,9 @@ def test_real_two_process_gloo_run(tmp_path, monkeypatch, capsys):
     out = tmp_path / 'cpu' / 'drawn_seed0'
     expected = shlex.join(torchrun_argv(plan_runs('cpu', None, out_root=str(tmp_path), overrides=TINY)[0]['argv'], 2))
     assert ael_launch(['--preset', 'cpu', '--gpus', '2', '--out-root', str(tmp_path)] + TINY) == 0
-    assert capsys.readouterr().out.splitlines()[0] == expected     # printed before it ran, and what ran
+    printed = capfd.readouterr().out
+    assert printed.splitlines()[0] == expected                     # printed before it ran, and what ran
+    assert printed.count('best     mIoU') == 1 and 'stopped at step' not in printed   # rank 0 alone reports, after the group is gone
     recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines()]
     assert [r['it'] for r in recs if 'eval' not in r] == [1, 2]
     assert json.loads((out / 'summary.json').read_text())['it'] == 2
