@@ -18,6 +18,7 @@ from .evaluate import PROTOCOLS, evaluate, predict
 from .train import train
 from .plan import make_dataset
 from .state import load_model, resolve_device
+from .faults import RunStopped
 from .runlog import markdown_table, results_table
 
 # %% auto #0
@@ -68,8 +69,13 @@ def _fail(prog, e):
 def guarded(prog: str,  # the script's name, for the message
             debug: bool,  # re-raise instead (the `--debug` flag)
             fn):  # the script's work, returns the exit status
-    "Run `fn()`: a setup error (`KeyError`, `ValueError`, `DataError`) is one line and exit 2, any other error one line and exit 1."
+    "Run `fn()`: setup errors (`KeyError`, `ValueError`, `DataError`) one line, exit 2; a stopped run (`RunStopped`) one line, its code; others exit 1."
+    # RunStopped codes: 75 = preempted after a checkpoint (requeue, `ael_nb.core.EXIT_REQUEUE`), 1 = diverged or disk full
     try: return fn()
+    except RunStopped as e:
+        if debug: raise
+        if os.environ.get('RANK', '0') == '0': print(f"{prog}: {e}", file=sys.stderr)
+        return e.exit_code
     except Exception as e:
         if debug: raise
         if isinstance(e, (KeyError, ValueError)): return _fail(prog, e.args[0] if isinstance(e, KeyError) and e.args else e)

@@ -142,6 +142,11 @@ class RunConfig:
     threads: int|None = None                # torch.set_num_threads (None: leave as is)
     trace_interval: int = 0                 # keep a trace of every n-th step in <out>/traces (0: none; `ael_nb.runlog.save_trace`)
     trace_images: int = 2                   # labeled and unlabeled images kept per trace
+    checkpoint_interval: int = 0            # steps between writes of latest.pth besides evaluations (0: only at evaluations, stops, signals)
+    checkpoint_minutes: float = 10.0        # also write latest.pth when this many minutes passed since the last write (0: never)
+    on_nonfinite: Literal['stop', 'skip'] = 'stop'  # a NaN/inf loss: stop (raise `Diverged`, nothing saved) or skip that step's update
+    max_skipped: int = 10                   # with on_nonfinite='skip': consecutive skipped steps before the run stops as diverged
+    overwrite: bool = False                 # replace another run's results in `out` (else a non-empty `out` is refused unless `resume`)
 
 # %% ../nbs/14_config.ipynb #22dd97e3
 @dataclass
@@ -335,6 +340,7 @@ RANGES = {
     'eval.max_images': _opt(_int(1)), 'eval.num_workers': _int(0),
     'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)), 'run.log_interval': _int(1),
     'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
+    'run.checkpoint_interval': _int(0), 'run.checkpoint_minutes': _num(0), 'run.max_skipped': _int(0),
 }
 
 def _get(cfg, key):

@@ -44,6 +44,9 @@ class DataError(ValueError):
     "A problem with a file on disk: the message names the file and what is wrong with it."
     def __init__(self, path, problem): super().__init__(f"{path}: {problem}"); self.path, self.problem = str(path), problem
 
+# %% ../nbs/00_core.ipynb #9a865121
+EXIT_REQUEUE = 75  # exit status after a checkpoint on SIGTERM/SIGUSR1/SIGINT: a scheduler requeues the job
+
 # %% ../nbs/00_core.ipynb #7c5dbb46
 def dist_ready() -> bool:
     "True inside an initialised process group (e.g. started by `torchrun`)."

@@ -15,6 +15,7 @@ from .config import Config
 from .datasets import get_dataset
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
+from .faults import ignore_stop_signals
 
 # %% auto #0
 __all__ = ['TINY', 'mix_seed', 'plan_batch', 'PlanSampler', 'Augmented', 'collate', 'to_device', 'RunData', 'make_dataset',
@@ -132,4 +133,5 @@ def make_loader(ds, batch: int, cfg: Config,
     aug = Augmented(ds, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=labeled)
     plan = PlanSampler(len(ds), batch, cfg.run.seed, stream, start, stop, rank(), world_size())
     return DataLoader(aug, batch_sampler=plan, collate_fn=collate, num_workers=cfg.data.num_workers,
-                      generator=torch.Generator().manual_seed(0), persistent_workers=False)
+                      generator=torch.Generator().manual_seed(0), persistent_workers=False,
+                      worker_init_fn=ignore_stop_signals)   # the main process handles SIGTERM/SIGINT (`21_faults`)

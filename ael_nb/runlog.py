@@ -5,30 +5,49 @@ student, traces of chosen steps, and at the end the per-class table and plots.""
 
 # %% ../nbs/19_runlog.ipynb #e1654514
 from __future__ import annotations
-import json
+import json, math, warnings
 from pathlib import Path
 import numpy as np
 import torch
-from .core import DatasetInfo, is_main, atomic_save, atomic_write_text
+from .core import DatasetInfo, DataError, is_main, atomic_save, atomic_write_text
 from .metrics import ConfusionMatrix, iou_table, plot_iou
 from .transforms import denormalize
 from .evaluate import evaluate
 from .plan import RunData
 from .state import TrainState
 from .steps import Trace
+from .faults import disk_space
 
 # %% auto #0
-__all__ = ['IMAGE_KEYS', 'CLASS_KEYS', 'RunLog', 'read_metrics', 'evaluate_models', 'eval_scalars', 'compact_trace', 'save_trace',
-           'read_traces', 'markdown_table', 'plot_conf_bank', 'results_table', 'write_results']
+__all__ = ['IMAGE_KEYS', 'CLASS_KEYS', 'json_safe', 'RunLog', 'read_metrics', 'evaluate_models', 'eval_scalars', 'compact_trace',
+           'save_trace', 'read_traces', 'markdown_table', 'plot_conf_bank', 'results_table', 'write_results']
 
 # %% ../nbs/19_runlog.ipynb #bb47aad4
+def json_safe(x):
+    "`x` with every NaN or infinite float replaced by None, so that `json.dumps` writes valid JSON."
+    if isinstance(x, float): return x if math.isfinite(x) else None
+    if isinstance(x, dict): return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)): return [json_safe(v) for v in x]
+    return x
+
+def _records(path: Path) -> list[tuple[str, dict]]:
+    "The (line, record) pairs of a metrics.jsonl; a torn last line is dropped with a warning."
+    lines = [l for l in path.read_text().splitlines() if l.strip()]
+    out = []
+    for i, l in enumerate(lines):
+        try: out.append((l, json.loads(l)))
+        except ValueError:
+            if i < len(lines) - 1: raise DataError(path, f"line {i + 1} is not JSON: {l[:60]!r}") from None
+            warnings.warn(f"{path}: dropped a torn last line (a process stopped while writing it): {l[:60]!r}")
+    return out
+
 class RunLog:
     "metrics.jsonl + TensorBoard of a run directory (no-ops on ranks other than 0)."
     def __init__(self, out: Path, tensorboard: bool = True, resume_it: int|None = None):
         self.path, self.tb = Path(out) / 'metrics.jsonl', None
         if not is_main(): return
         if resume_it is not None and self.path.exists():   # drop lines written after the checkpoint
-            keep = [l for l in self.path.read_text().splitlines() if l and json.loads(l)['it'] <= resume_it]
+            keep = [l for l, r in _records(self.path) if r['it'] <= resume_it]
             atomic_write_text(self.path, ''.join(l + '\n' for l in keep))
         elif resume_it is None and self.path.exists(): self.path.unlink()
         if tensorboard:
@@ -36,9 +55,9 @@ class RunLog:
             self.tb = SummaryWriter(str(Path(out) / 'tb'), purge_step=None if resume_it is None else resume_it + 1)
 
     def write(self, rec: dict, scalars: dict|None = None):
-        "Append `rec` to metrics.jsonl and its `scalars` to TensorBoard at step `rec['it']`."
+        "Append `rec` to metrics.jsonl (NaN as null) and its `scalars` to TensorBoard at step `rec['it']`."
         if not is_main(): return
-        with open(self.path, 'a') as f: f.write(json.dumps(rec) + '\n')
+        with disk_space(self.path), open(self.path, 'a') as f: f.write(json.dumps(json_safe(rec), allow_nan=False) + '\n')
         if self.tb is not None:
             for k, v in (scalars or {}).items(): self.tb.add_scalar(k, v, rec['it'])
 
@@ -46,9 +65,9 @@ class RunLog:
         if self.tb is not None: self.tb.close()
 
 def read_metrics(out) -> list[dict]:
-    "The records of a run's metrics.jsonl."
+    "The records of a run's metrics.jsonl (without a torn last line)."
     p = Path(out) / 'metrics.jsonl'
-    return [json.loads(l) for l in p.read_text().splitlines() if l] if p.exists() else []
+    return [r for _, r in _records(p)] if p.exists() else []
 
 # %% ../nbs/19_runlog.ipynb #2a34ae44
 def evaluate_models(S: TrainState, data: RunData, device) -> dict:

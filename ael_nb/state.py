@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import torch
 import torch.nn as nn
-from .core import DatasetInfo, DataError, world_size, is_main, atomic_save, rng_state, set_rng_state
+import torch.distributed as dist
+from .core import DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state
 from .config import Config, to_dict, flat_items, from_dict
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
@@ -21,8 +22,8 @@ from .plan import RunData, Augmented, collate
 
 # %% auto #0
 __all__ = ['TrainState', 'AcmSources', 'lr_factor', 'resolve_device', 'micro_batch', 'unlabeled_micro_batch',
-           'check_micro_batches', 'build_state', 'checkpoint', 'save_checkpoint', 'read_checkpoint', 'load_checkpoint',
-           'load_model', 'weights_digest']
+           'check_micro_batches', 'build_state', 'rank_state', 'checkpoint', 'save_checkpoint', 'read_checkpoint',
+           'load_checkpoint', 'load_model', 'weights_digest']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -41,6 +42,7 @@ class TrainState:
     it: int = 0                         # optimiser steps done
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
     pending: torch.Tensor|None = None   # bank statistics [2,C] of the micro-batches of an accumulated step (`18_steps.update_bank`)
+    acc: dict = field(default_factory=dict)   # sums of the logged values since the last log line ('_n': steps summed)
 
 # %% ../nbs/17_state.ipynb #106dcb90
 class AcmSources:
@@ -144,17 +146,23 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
     return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, sources)
 
 # %% ../nbs/17_state.ipynb #1bd24933
+def rank_state(S: TrainState) -> dict:
+    "What differs between ranks: the random states, ACM's pending draw, the log sums."
+    return dict(rng=rng_state(), acm_next=None if S.sources is None else S.sources.state_dict(), acc=dict(S.acc))
+
 def checkpoint(S: TrainState) -> dict:
-    "The state of a run as a dict of plain objects and tensors."
+    "The state of a run as a dict of plain objects and tensors; `ranks` holds every rank's `rank_state` (a collective under DDP)."
+    ranks = [rank_state(S)]
+    if world_size() > 1: ranks = [None] * world_size(); dist.all_gather_object(ranks, rank_state(S))
     return dict(student=unwrap(S.student).state_dict(), teacher=None if S.teacher is None else S.teacher.state_dict(),
                 optimizer=S.optimizer.state_dict(), scheduler=S.scheduler.state_dict(), scaler=S.scaler.state_dict(),
                 bank=S.bank.state_dict(), table=None if S.table is None else S.table.state_dict(),
-                acm_next=None if S.sources is None else S.sources.state_dict(), it=S.it, best=dict(S.best), rng=rng_state(), config=to_dict(S.cfg), num_classes=S.info.num_classes,
+                it=S.it, best=dict(S.best), ranks=ranks, config=to_dict(S.cfg), num_classes=S.info.num_classes,
                 info=dict(name=S.info.name, class_names=list(S.info.class_names), palette=[tuple(c) for c in S.info.palette],
                           tail_classes=list(S.info.tail_classes), ignore_index=S.info.ignore_index))
 
 def save_checkpoint(S: TrainState, path) -> Path:
-    "Write `checkpoint(S)` atomically to `path`."
+    "Write `checkpoint(S)` atomically to `path` (single process; `Run.save` under DDP)."
     return atomic_save(checkpoint(S), path)
 
 def read_checkpoint(path, map_location='cpu') -> dict:
@@ -179,9 +187,13 @@ def load_checkpoint(S: TrainState, path) -> TrainState:
     S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler']); S.scaler.load_state_dict(ck['scaler'])
     S.bank.load_state_dict(ck['bank'])
     if S.table is not None and ck['table'] is not None: S.table.load_state_dict(ck['table'])
-    if S.sources is not None: S.sources.load_state_dict(ck.get('acm_next'), S.table.table.device)
-    S.it, S.best = ck['it'], dict(ck['best'])
-    set_rng_state(ck['rng'])
+    ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]   # before 2026-11-26: rank 0's state only
+    if len(ranks) != world_size() and is_main():
+        warnings.warn(f"resuming {path} (written by {len(ranks)} processes) on {world_size()}: data order and ACM draws differ from the original run")
+    mine = ranks[rank()] if rank() < len(ranks) else dict(ranks[0], acm_next=None, acc={})
+    if S.sources is not None: S.sources.load_state_dict(mine['acm_next'], S.table.table.device)
+    S.it, S.best, S.acc = ck['it'], dict(ck['best']), dict(mine['acc'])
+    set_rng_state(mine['rng'])
     return S
 
 # %% ../nbs/17_state.ipynb #fc319a1f

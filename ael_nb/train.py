@@ -13,15 +13,17 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 from fastcore.basics import patch
-from .core import DataError, dist_ready, rank, world_size, is_main, all_reduce_sum, atomic_write_text, seed_everything, make_generator
+from .core import DataError, dist_ready, rank, world_size, is_main, all_reduce_sum, atomic_save, atomic_write_text, seed_everything, make_generator
 from .config import Config, save_config
 from .model import unwrap
 from .teacher import ema_update
 from .plan import RunData, build_data, make_loader, mix_seed, to_device
 from .state import (TrainState, build_state, resolve_device, micro_batch, unlabeled_micro_batch, check_micro_batches,
-                           save_checkpoint, load_checkpoint, weights_digest)
+                           checkpoint, load_checkpoint, weights_digest)
 from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
+from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
+                           check_weights, claim_run_dir, disk_space, resume_command)
 
 # %% auto #0
 __all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'resolve_amp', 'Run',
@@ -75,16 +77,18 @@ def _autocast(device, amp):
 
 class Run:
     "A training run, set up once: data, state, loaders and log; advanced by `step`, closed by `finish` or `close`."
-    def __init__(self, cfg: Config, data: RunData, S: TrainState, device, stop: int, log: RunLog, created_group: bool):
+    def __init__(self, cfg: Config, data: RunData, S: TrainState, device, stop: int, log: RunLog, created_group: bool, lock: RunLock|None = None):
         from tqdm.auto import tqdm
-        self.cfg, self.data, self.S, self.device, self.stop, self.log, self.created_group = cfg, data, S, device, stop, log, created_group
+        self.cfg, self.data, self.S, self.device, self.stop, self.log, self.created_group, self.lock = cfg, data, S, device, stop, log, created_group, lock
         self.out, self.semi, self.step_fn = Path(cfg.run.out), cfg.method.name != 'supervised', STEPS[cfg.method.name]
         accum = cfg.optim.accum_steps
         self.dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, S.it * accum, stop * accum, True))
         self.dl_u = (iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, S.it * accum, stop * accum, False))
                      if self.semi else None)
-        self.acc, self.n_img, self.t0, self.t_start = {}, 0, time.time(), time.time()
+        self.n_img, self.t0, self.t_start = 0, time.time(), time.time()
         self.cms, self.summaries = {}, {}
+        self.signals, self.saves = StopSignals(), SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes)
+        self.stopping = self.late = False; self.skipped_in_a_row = 0   # what the ranks agreed on at the last step
         self.bar = tqdm(total=cfg.optim.iters, initial=S.it, disable=not (cfg.run.progress and is_main()), desc=cfg.method.name, dynamic_ncols=True)
 
     @property
@@ -94,9 +98,10 @@ class Run:
     def __exit__(self, *exc): self.close()
 
     def close(self):
-        "Stop the progress bar, the ACM loader thread, the log and the process group this run created."
+        "Stop the progress bar, the ACM loader thread and the log, release the run directory, end the process group this run created."
         self.bar.close(); self.log.close()
         if self.S.sources is not None: self.S.sources.close()
+        if self.lock is not None: self.lock.release()
         if self.created_group and dist_ready(): dist.destroy_process_group(); self.created_group = False
 
 def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's state (another run's), writing to `cfg.run.out`
@@ -110,6 +115,13 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
     check_micro_batches(cfg, device.type)
     seed_everything(cfg.run.seed)
+    lock = claim_run_dir(cfg.run.out, cfg.run.resume, cfg.run.overwrite)    # another run's folder is refused here
+    try: return _build_run(cfg, init, device, created, lock)
+    except BaseException:
+        if lock is not None: lock.release()
+        raise
+
+def _build_run(cfg, init, device, created, lock) -> Run:
     out = Path(cfg.run.out)
     data = build_data(cfg)                                         # fails here on bad files
     if cfg.method.name != 'supervised' and data.unlabeled is None:
@@ -131,7 +143,7 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
                   f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, {world_size()} x {device}, "
                   f"{'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'} (optim.amp={asked.optim.amp}), steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
     log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
-    return Run(cfg, data, S, device, stop, log, created)
+    return Run(cfg, data, S, device, stop, log, created, lock)
 
 # %% ../nbs/20_train.ipynb #1f4befa2
 @patch
@@ -143,7 +155,7 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
     if saving: trace = Trace()
     g = make_generator(mix_seed(cfg.run.seed, 3, S.it, rank()), device)
     S.student.train(); S.optimizer.zero_grad(set_to_none=True)
-    accum, ranks = cfg.optim.accum_steps, world_size() if cfg.optim.loss_per_rank else 1
+    accum, ranks, vals = cfg.optim.accum_steps, world_size() if cfg.optim.loss_per_rank else 1, {}
     if accum > 1: S.pending = torch.zeros(2, S.bank.num_classes, dtype=torch.float64, device=device)   # one bank update per optimiser step
     for a in range(accum):
         with section(trace, 'data'): lb, ub = to_device(next(self.dl_l), device), to_device(next(self.dl_u), device) if self.semi else None
@@ -151,56 +163,105 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
         with S.student.no_sync() if ddp else nullcontext():
             with _autocast(device, cfg.optim.amp): loss, logs = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
             with section(trace, 'backward'): S.scaler.scale(loss / (accum * ranks)).backward()
-        for k, v in dict(logs, loss=loss.detach()).items(): self.acc[k] = self.acc.get(k, 0.0) + float(v) / accum
+        for k, v in dict(logs, loss=loss.detach()).items(): vals[k] = vals.get(k, 0.0) + float(v) / accum
         self.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)
     with section(trace, 'bank'):                                    # what the micro-batches saw, once: bank and class table
         if S.pending is not None:
             apply_pending_bank(S)
             if trace is not None: trace.record(bank_after=S.bank.conf)
         if S.table is not None and world_size() > 1: S.table.sync()
+    bad, self.stopping, self.late = agree(not finite_values(vals), self.signals.received is not None, self.saves.late(), device=device)
+    if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
     lr = S.optimizer.param_groups[0]['lr']
     with section(trace, 'optimizer + EMA'):
-        S.scaler.step(S.optimizer); S.scaler.update(); S.scheduler.step()
+        if not bad: S.scaler.step(S.optimizer); S.scaler.update()
+        S.scheduler.step()
         average_buffers(S.student)                                  # DDP: BN statistics of all ranks
-        if S.teacher is not None: ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
-    S.it += 1; self.acc['_n'] = self.acc.get('_n', 0) + 1
+        if S.teacher is not None and not bad: ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
+    S.it += 1; self._accumulate({} if bad else vals)
     self.bar.update(1); self.bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-    if S.it % cfg.run.log_interval == 0 or S.it == self.stop: self._log(lr)
+    if S.it % cfg.run.log_interval == 0 or S.it == cfg.optim.iters: self._log(lr)
     if trace is not None: trace.record(it=S.it, loss=float(loss.detach()), **{k: float(v) for k, v in logs.items()})
     if saving and is_main(): save_trace(trace, self.out, S.it, cfg.run.trace_images)
     return trace
 
 @patch
+def _nonfinite(self: Run, vals: dict):
+    "A non-finite loss at this step on some rank: raise `Diverged` (`run.on_nonfinite='stop'`), or let the step be skipped."
+    cfg, S = self.cfg, self.S
+    bad = [f"{k} {v}" for k, v in vals.items() if not finite_values({k: v})] or ['on another rank']
+    what = f"step {S.it + 1} of {cfg.optim.iters}: non-finite loss ({', '.join(bad)})"
+    if cfg.run.on_nonfinite == 'stop':
+        raise Diverged(f"{what}; stopped before the update, nothing saved from it (lower optim.lr, or run.on_nonfinite=skip)")
+    self.skipped_in_a_row += 1
+    poisoned, = agree(bool(nonfinite_tensors(S.student)), device=self.device)   # BN statistics of the forward: no skipping those
+    if poisoned or self.skipped_in_a_row > cfg.run.max_skipped:
+        raise Diverged(f"{what}; " + ('the forward left non-finite batch-norm statistics' if poisoned else
+                                      f'{self.skipped_in_a_row} steps in a row skipped (run.max_skipped={cfg.run.max_skipped})'))
+
+@patch
+def _accumulate(self: Run, vals: dict):
+    "Add a step's logged values to the sums of the state (none for a skipped step)."
+    acc = self.S.acc
+    if vals: self.skipped_in_a_row = 0
+    for k, v in dict(vals, _n=1 if vals else 0, skipped=0 if vals else 1).items(): acc[k] = acc.get(k, 0) + v
+
+@patch
 def _log(self: Run, lr: float):
-    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank) to metrics.jsonl and TensorBoard."
-    dt, names = time.time() - self.t0, self.data.info.class_names
-    rec = dict(it=self.it, **{k: v / self.acc['_n'] for k, v in self.acc.items() if k != '_n'},
+    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank; skipped steps if any) to metrics.jsonl and TensorBoard."
+    dt, names, acc = time.time() - self.t0, self.data.info.class_names, self.S.acc
+    steps, skipped = acc.pop('_n', 0), acc.pop('skipped', 0)
+    rec = dict(it=self.it, **{k: v / max(steps, 1) for k, v in acc.items()}, **(dict(skipped=skipped) if skipped else {}),
                lr=lr, img_per_s=self.n_img * world_size() / max(dt, 1e-9), conf=[round(float(c), 5) for c in self.S.bank.conf],
                peak_mem_gb=[round(m, 3) for m in rank_values(peak_memory_gb(self.device), self.device)])
     self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf', 'peak_mem_gb')}
                    | {f'conf/{n}': c for n, c in zip(names, rec['conf'])} | {'train/peak_mem_gb': max(rec['peak_mem_gb'])})
-    self.acc, self.t0, self.n_img = {}, time.time(), 0
+    self.S.acc, self.t0, self.n_img = {}, time.time(), 0
 
 # %% ../nbs/20_train.ipynb #eeca511e
 @patch
 def evaluate(self: Run) -> dict:
     "Evaluate `eval.models` on the validation set, log it, keep `best.pth`, write `latest.pth`; returns the summaries."
     te, S = time.time(), self.S
+    self._check_weights()                                           # an mIoU of NaN weights is no result
     self.cms = evaluate_models(S, self.data, self.device)
     self.summaries = {k: cm.summary(self.data.info) for k, cm in self.cms.items()}
     self.log.write(dict(it=S.it, eval=self.summaries), eval_scalars(self.summaries))
     name = self.cfg.eval.select if self.cfg.eval.select in self.summaries else next(iter(self.summaries))
     if self.summaries[name]['miou'] > S.best['miou']:
         S.best = dict(it=S.it, miou=self.summaries[name]['miou'], tail_miou=self.summaries[name]['tail_miou'], model=name)
-        if is_main(): save_checkpoint(S, self.out / 'best.pth')
+        self._write('best.pth')
     self.save()
     self.t0 += time.time() - te                                     # throughput counts training time only
     return self.summaries
 
 @patch
 def save(self: Run):
-    "Write `latest.pth` (rank 0, atomically)."
-    if is_main(): save_checkpoint(self.S, self.out / 'latest.pth')
+    "Write `latest.pth` (every rank calls it; rank 0 writes)."
+    self._write('latest.pth'); self.saves.saved()
+
+@patch
+def _check_weights(self: Run): check_weights(dict(student=self.S.student, teacher=self.S.teacher), f"step {self.it}")
+
+@patch
+def _write(self: Run, name: str):
+    "Write the checkpoint `<out>/<name>` atomically if the weights are finite; a full disk raises `NoSpace`."
+    self._check_weights()
+    ck = checkpoint(self.S)                                         # gathers every rank's own state
+    if is_main():
+        with disk_space(self.out / name): atomic_save(ck, self.out / name)
+
+@patch
+def save_due(self: Run) -> bool:
+    "True when `latest.pth` is due between evaluations: `run.checkpoint_interval` or `_minutes`, a stop signal, the last step of the run."
+    return self.saves.due(self.it) or self.late or self.stopping or self.it == self.stop
+
+@patch
+def preempt(self: Run):
+    "After a stop signal: write `latest.pth` and raise `Preempted` with the command that resumes."
+    self.save()
+    raise Preempted(f"{self.signals.received or 'a stop signal to another rank'} at step {self.it} of {self.cfg.optim.iters}: "
+                    f"{self.out / 'latest.pth'} written; resume with: {resume_command(self.out, world_size())}")
 
 @patch
 def eval_due(self: Run) -> bool:
@@ -212,6 +273,8 @@ def eval_due(self: Run) -> bool:
 def finish(self: Run) -> dict:
     "The final summary (also `summary.json`), with the per-class table and plots when the schedule is complete; closes the run."
     S, cfg = self.S, self.cfg
+    if self.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
+        raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; the run did not recover")
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
     summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp,
                    time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,
@@ -227,9 +290,10 @@ def finish(self: Run) -> dict:
 # %% ../nbs/20_train.ipynb #ea3ebe5d
 def train(cfg: Config) -> dict:
     "Run (or resume) the training described by `cfg`; returns the final summary (also in summary.json)."
-    with setup(cfg) as run:
+    with setup(cfg) as run, run.signals:
         while run.it < run.stop:
             run.step()
+            if run.stopping: run.preempt()                          # SIGTERM, SIGUSR1, SIGINT: checkpoint, `Preempted`
             if run.eval_due(): run.evaluate()
-            elif run.it == run.stop: run.save()
+            elif run.save_due(): run.save()
         return run.finish()

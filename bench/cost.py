@@ -78,7 +78,8 @@ def part_step(args, device) -> dict:
     from ael_nb.steps import Trace, section
     dev = torch.device(device)
     variants = {'supervised': ('supervised', []), 'cutmix': ('cutmix', []), 'ael': ('ael', []),
-                'ael, sources loaded in the step': ('ael', ['data.acm_prefetch=false'])}
+                'ael, sources loaded in the step': ('ael', ['data.acm_prefetch=false']),
+                "ael, authors' arrangement": ('ael', ['method.acm_targets=half'])}   # half the unlabeled batch are targets, sources the rest
     tmp = Path(tempfile.mkdtemp(prefix='ael_cost_'))
     runs = {name: setup(step_config(args, device, m, extra, tmp / name.replace(' ', '_').replace(',', ''))) for name, (m, extra) in variants.items()}
     cfg0 = runs['ael'].cfg
@@ -120,6 +121,7 @@ def part_step(args, device) -> dict:
     book = {k: v for k, v in ael['components_s'].items() if k not in network}
     res['ratios'] = dict(ael_over_supervised=ael['step_s'] / m['supervised']['step_s'], ael_over_cutmix=ael['step_s'] / m['cutmix']['step_s'],
                          ael_in_step_loading_over_cutmix=m['ael, sources loaded in the step']['step_s'] / m['cutmix']['step_s'],
+                         ael_authors_arrangement_over_cutmix=m["ael, authors' arrangement"]['step_s'] / m['cutmix']['step_s'],
                          cutmix_over_supervised=m['cutmix']['step_s'] / m['supervised']['step_s'],
                          ael_traced_over_untraced=ael['traced_step_s'] / ael['step_s'],
                          ael_bookkeeping_share={k: v / ael['timed_step_mean_s'] for k, v in book.items()},
@@ -283,7 +285,9 @@ def markdown(r: dict) -> str:
         sup = s['methods']['supervised']['step_s']
         for k, v in s['methods'].items(): L.append(f"| {k} | {v['step_s']:.3f} | {v['step_s'] / sup:.2f} | {v['traced_step_s']:.3f} |")
         rt, tp = s['ratios'], s['trace_points']
-        L += ['', f"AEL / CutMix: {rt['ael_over_cutmix']:.2f} (sources loaded in the step: {rt['ael_in_step_loading_over_cutmix']:.2f}); "
+        L += ['', f"AEL / CutMix: {rt['ael_over_cutmix']:.2f} (sources loaded in the step: {rt['ael_in_step_loading_over_cutmix']:.2f}; "
+              f"authors' arrangement, half the unlabeled batch targets and half ACM's sources, so the teacher sees as many images as CutMix's: "
+              f"**{rt.get('ael_authors_arrangement_over_cutmix', float('nan')):.2f}**); "
               f"CutMix / supervised: {rt['cutmix_over_supervised']:.2f}. AEL with a Trace / without: {rt['ael_traced_over_untraced']:.3f}. "
               f"Untraced, the {tp['sections_per_ael_step']} trace points of an AEL step cost {tp['disabled_section_s'] * 1e6:.2f} µs each, "
               f"{100 * tp['share_of_ael_step']:.4f}% of the step.\n",

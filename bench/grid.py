@@ -139,6 +139,8 @@ def cell_key(overrides: list[str]) -> str:
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
     d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
     d['model'].pop('channels_last', None)                                                     # timing only, same numbers up to rounding
+    for k in ('checkpoint_interval', 'checkpoint_minutes', 'overwrite'): d['run'].pop(k, None)           # no effect on the result
+    if d['run'].get('on_nonfinite') == 'stop': d['run'].pop('on_nonfinite'); d['run'].pop('max_skipped', None)  # added later; default: a diverged run fails
     if d['method'].get('alpha_rampup') == 0: d['method'].pop('alpha_rampup')   # added later; 0 = the earlier behaviour
     for sec, k, earlier in KEYS_ADDED_LATER:                                  # the same: keys added later, at the earlier behaviour
         if d[sec].get(k) == earlier: d[sec].pop(k)
@@ -160,7 +162,7 @@ def run_cell(spec_path: str):
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec['run_dir'])
     ov = spec['overrides'] + [f'run.out={out}']
-    if (out / 'latest.pth').exists(): ov.append('run.resume=true')
+    ov.append('run.resume=true' if (out / 'latest.pth').exists() else 'run.overwrite=true')   # a cell never checkpointed starts again
     cfg = get_config('cpu', overrides=ov)
     t0 = time.time()
     s = train(cfg)

@@ -174,3 +174,10 @@ def test_eval_save_dir_count(trained, tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"3 prediction maps written to {tmp_path / 'pred'}" in r.stdout and len(list((tmp_path / 'pred').glob('*.png'))) == 3
     assert (tmp_path / 'deep' / 'e.json').is_file()                   # the JSON's folder is created
+
+
+def test_diverged_run_exits_nonzero_with_one_line(tmp_path):
+    r = run('ael-train', '--out', tmp_path / 'r', *TINY, 'optim.lr=1e6', 'optim.iters=4')
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert 'non-finite loss' in r.stderr and 'Traceback' not in r.stderr
+    assert not (tmp_path / 'r' / 'summary.json').exists()

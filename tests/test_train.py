@@ -89,7 +89,7 @@ def test_bad_config_keys_and_values(tmp_path):
     with pytest.raises(ValueError, match='not one of'): get_config('cpu', overrides=['method.name=fixmatch'])
     (tmp_path / 'c.yaml').write_text('optim:\n  lr: 0.1\n  momentun: 0.5\n')
     with pytest.raises(KeyError, match='optim.momentum'): get_config('cpu', tmp_path / 'c.yaml')
-    with pytest.raises(ValueError, match='not divisible'): train(tiny(tmp_path, 'data.batch_size=3', 'optim.accum_steps=2'))
+    with pytest.raises(ValueError, match='not divisible'): train(tiny(tmp_path / 'run', 'data.batch_size=3', 'optim.accum_steps=2'))
 
 
 def test_accumulation_and_bf16_run(tmp_path):
