@@ -130,7 +130,8 @@ def bank_tau(iters: int, paper_tau: float = 0.999, paper_iters: int = 18000) -> 
     return round(max(0.0, 1 - (1 - paper_tau) * paper_iters / iters), 4)
 
 KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets', 'all'), ('method', 'student_forward', 'joint'),
-                    ('method', 'teacher_mode', 'eval'), ('method', 'labeled_unsup', False), ('method', 'acm_min_area', None)]
+                    ('method', 'teacher_mode', 'eval'), ('method', 'labeled_unsup', False), ('method', 'acm_min_area', None),
+                    ('model', 'checkpointing', False)]
 
 def cell_key(overrides: list[str]) -> str:
     "Hash of the resolved configuration (minus where it is written): equal keys = the same experiment."
