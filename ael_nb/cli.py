@@ -6,11 +6,12 @@ with a chosen protocol, segment a folder of images."""
 # %% ../nbs/23_cli.ipynb #415f524f
 from __future__ import annotations
 import argparse, json, os, re, sys, time
+import yaml
 from pathlib import Path
 import numpy as np
 import torch
 from .core import DataError, atomic_write_text, is_main
-from .config import DEVICE_RE, PRESETS, get_config, valid_keys, to_dict
+from .config import DEVICE_RE, PRESETS, get_config, valid_keys, to_dict, flat_items
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
@@ -21,7 +22,8 @@ from .faults import RunStopped
 from .runlog import markdown_table, results_table
 
 # %% auto #0
-__all__ = ['train_parser', 'parse', 'config_from_args', 'guarded', 'check_device', 'ael_train', 'positive', 'eval_parser',
+__all__ = ['SETTING_IGNORED', 'train_parser', 'parse', 'config_from_args', 'guarded', 'check_device', 'ael_train', 'setting_of',
+           'find_reference', 'regenerate_command', 'vs_supervised', 'next_steps', 'positive', 'eval_parser',
            'check_classes', 'output_names', 'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs',
            'ael_predict']
 
@@ -31,7 +33,7 @@ def train_parser() -> argparse.ArgumentParser:
         description="Train a semi-supervised segmenter (AEL, NeurIPS 2021, and its baselines).",
         epilog="overrides: any configuration key as key=value, e.g. optim.iters=100 method.gamma=0 data.crop_size=64\n"
                "           (ael-train --keys lists them). Order: preset < --config < flags < overrides.\n"
-               "examples:\n  ael-train                                  # AEL on synthetic scenes, CPU, a few minutes\n"
+               "examples:\n  ael-train                                  # AEL on synthetic scenes, CPU, under 10 minutes\n"
                "  ael-train --method cutmix --out runs/base\n"
                "  ael-train --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/unimatch_1_16.json\n"
                "  torchrun --nproc_per_node 8 --standalone --no-python ael-train --preset cityscapes ...   # DDP (or: ael-launch --gpus 8 ...)")
@@ -98,20 +100,94 @@ def ael_train(argv=None):
 def _train(a):
     cfg = config_from_args(a)
     if a.show_config:
-        import yaml; print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
+        print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
     check_device(cfg.run.device, 'run.device')
     main = is_main() and os.environ.get('RANK', '0') == '0'   # decided now: train() ends the process group, then every rank is "rank 0"
     s = train(cfg)
     if not main: return 0
     if 'table' in s:
-        print(f"\n{s['method']} ({s['preset']} preset), {s['it']} steps in {s['time_s']:.0f} s, split {s['manifest']} ({s['manifest_hash']})")
+        print(f"\n{s['method']} ({s['preset']} preset, {'fp32' if s['amp'] == 'none' else s['amp']}), {s['it']} steps in {s['time_s']:.0f} s, split {s['manifest']} ({s['manifest_hash']})")
         print(f"per-class IoU (%), {cfg.eval.protocol} evaluation on {cfg.data.dataset} {cfg.data.val_split}:\n")
         print(s['table'])
         for name, m in s['last'].items():
             print(f"{name:8s} mIoU {100 * m['miou']:.1f}  head {100 * m['head_miou']:.1f}  tail {100 * m['tail_miou']:.1f}")
         b = s['best']; print(f"best     mIoU {100 * b['miou']:.1f} ({b.get('model')}, step {b['it']})   run directory: {s['run_dir']}")
+        if s['method'] != 'supervised':
+            ref = find_reference(s['run_dir'])
+            print('\n' + (vs_supervised(s['run_dir'], ref) if ref else
+                          f"no stored supervised result at this setting and seed to compare with: train one with the same arguments "
+                          f"and --method supervised --out {s['run_dir']}_supervised, then compare them in nbs/23_compare.ipynb"))
+        print('\n' + next_steps(s['run_dir']))
     else: print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
     return 0
+
+# %% ../nbs/23_cli.ipynb #64a056f0
+SETTING_IGNORED = ('method.', 'run.', 'eval.interval', 'eval.models', 'eval.select', 'eval.num_workers', 'data.check',
+                   'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last')
+
+def setting_of(config: dict) -> dict:
+    "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash)."
+    return {k: v for k, v in flat_items(config) if not k.startswith(SETTING_IGNORED)}
+
+def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
+                   results=None,  # folder of bench/grid.py cells (default: the checkout's bench/results)
+                  ) -> Path|None:
+    "A stored supervised `bench/grid.py` cell at this run's setting, split and seed (same precision and device preferred), or None."
+    run_dir = Path(run_dir)
+    results = Path(results) if results is not None else Path(__file__).resolve().parents[1] / 'bench' / 'results'
+    cfg, s = yaml.safe_load((run_dir / 'config.yaml').read_text()), json.loads((run_dir / 'summary.json').read_text())
+    want, found = setting_of(cfg), []
+    for p in sorted(results.glob(f"*/supervised__*__s{cfg['run']['seed']}.json")):
+        d = json.loads(p.read_text())
+        if d.get('config', {}).get('method', {}).get('name') != 'supervised' or d.get('manifest_hash') != s['manifest_hash']: continue
+        if setting_of(d['config']) != want: continue
+        found.append(((d['config']['optim']['amp'] != s.get('amp')), d['config']['run']['device'] != cfg['run']['device'], str(p)))
+    return Path(min(found)[2]) if found else None
+
+def regenerate_command(cell) -> str:
+    "The `bench/grid.py` command that recomputes a stored cell."
+    d = json.loads(Path(cell).read_text())
+    dev = d['config']['run']['device']
+    return (f"python bench/grid.py {d['grid']} --dataset {d['dataset']} --iters {d['iters']} --seeds {d['seed']} "
+            f"--variants {d['variant']!r} --jobs 1" + ('' if dev == 'cpu' else f' --device {dev}'))
+
+def vs_supervised(run_dir,            # a finished run directory of a semi-supervised method
+                  reference,          # a supervised run directory, or a bench/grid.py cell JSON
+                  stored: bool = True # True: `reference` is a stored result (labelled so, with the command that remakes it)
+                 ) -> str:
+    "Per-class IoU of a run's reported model beside supervised training at the same setting and seed, with head and tail gains."
+    from ael_nb.compare import read_result, INFOS
+    a, b = read_result(run_dir), read_result(reference)
+    if a['seed'] != b['seed'] or a['dataset'] != b['dataset']:
+        raise ValueError(f"{reference}: seed {b['seed']} on {b['dataset']}, the run {run_dir}: seed {a['seed']} on {a['dataset']}")
+    info = INFOS[a['dataset']]; tail = [info.class_names[i] for i in info.tail_classes]
+    head = [c for c in info.class_names if c not in tail]
+    name = f"{a['method']} ({a['model']})"
+    w = max(len(c) for c in info.class_names + ['tail mIoU'])
+    lines = [f"{a['method']} vs supervised training, same setting and seed ({a['seed']}): per-class IoU (%)", '',
+             f"{'':{w}}  {'supervised':>10}  {name:>14}  {'gain':>6}"]
+    row = lambda c, x, y: f"{c:{w}}  {x:10.1f}  {y:14.1f}  {y - x:+6.1f}"
+    for group, cls in (('head', head), ('tail', tail)):
+        lines += [f"-- {group} classes --"] + [row(c, b['iou'][c], a['iou'][c]) for c in cls]
+    mean = lambda r, cls: sum(r['iou'][c] for c in cls) / len(cls)
+    lines += ['', row('head mIoU', mean(b, head), mean(a, head)), row('tail mIoU', mean(b, tail), mean(a, tail)),
+              row('mIoU', mean(b, info.class_names), mean(a, info.class_names))]
+    if stored:
+        d = json.loads(Path(reference).read_text()) if Path(reference).is_file() else None
+        how = f", {d['config']['run']['device']}, amp={d['config']['optim']['amp']}, {d['finished']}" if d else ''
+        lines += ['', f"supervised: STORED result {reference}{how}, not trained in this run;",
+                  f"  remake it with: {regenerate_command(reference) if d else 'ael-train --method supervised --seed ' + str(a['seed'])}"]
+    else: lines += ['', f"supervised: trained in this run ({reference})"]
+    return '\n'.join(lines)
+
+# %% ../nbs/23_cli.ipynb #a95e8f6f
+def next_steps(run_dir) -> str:
+    "Where to look after a run: its plots and tables, the step-through and comparison notebooks."
+    run_dir = Path(run_dir)
+    files = [f.name for f in sorted(run_dir.glob('*.png')) + sorted(run_dir.glob('per_class.*'))]
+    return '\n'.join(['next:', f"  {run_dir}/: {', '.join(files) or 'config.yaml, metrics.jsonl'} (learning curves: tensorboard --logdir {run_dir})",
+                      '  jupyter lab nbs/   then 21_step_through.ipynb (one AEL step, decision by decision) and',
+                      f"                    23_compare.ipynb (this run beside others: read_result('{run_dir}'))"])
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 def positive(text: str) -> int:

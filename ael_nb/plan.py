@@ -122,7 +122,7 @@ def build_data(cfg: Config) -> RunData:
 # %% ../nbs/16_plan.ipynb #c0980731
 TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=2', 'optim.iters=2',
         'eval.interval=0', 'eval.max_images=2', 'run.log_interval=1', 'run.progress=false', 'run.tensorboard=false',
-        'run.plots=false', 'data.check=false', 'run.threads=1']
+        'run.plots=false', 'data.check=false', 'run.threads=1', 'optim.amp=none', 'method.acm_targets=all']
 
 # %% ../nbs/16_plan.ipynb #21627847
 def make_loader(ds, batch: int, cfg: Config,

@@ -128,6 +128,7 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
     mc, oc, me = cfg.model, cfg.optim, cfg.method
     student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained, dropout=mc.dropout,
                           checkpointing=mc.checkpointing).to(device)
+    if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
     teacher = make_teacher(student) if me.name != 'supervised' else None
     if world_size() > 1:
         if mc.sync_bn and device.type == 'cuda': student = nn.SyncBatchNorm.convert_sync_batchnorm(student)

@@ -6,7 +6,7 @@
 
 # %% ../nbs/20_train.ipynb #e93a1c58
 from __future__ import annotations
-import json, os, time
+import copy, json, os, time
 from contextlib import nullcontext
 from pathlib import Path
 import torch
@@ -26,7 +26,8 @@ from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, ag
                            check_weights, claim_run_dir, disk_space, resume_command)
 
 # %% auto #0
-__all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'Run', 'setup', 'train']
+__all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'resolve_amp', 'Run',
+           'setup', 'train']
 
 # %% ../nbs/20_train.ipynb #33ccb68c
 def average_buffers(model: nn.Module) -> nn.Module:
@@ -54,6 +55,20 @@ def rank_values(x: float, device) -> list[float]:
     v = torch.zeros(world_size(), dtype=torch.float64, device=device)
     v[rank()] = x
     return all_reduce_sum(v).tolist()
+
+# %% ../nbs/20_train.ipynb #a33feed1
+def bf16_supported(device) -> bool:
+    "True where bf16 autocast runs natively: a CUDA device with bf16 arithmetic, a CPU with AMX or AVX-512 BF16."
+    device = torch.device(device)
+    if device.type == 'cuda': return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type == 'cpu': return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+    return False
+
+def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
+                device,    # the device the run trains on
+               ) -> str:
+    "The autocast a run uses: 'auto' becomes 'bf16' where `bf16_supported(device)`, else 'none'; other values stay."
+    return ('bf16' if bf16_supported(device) else 'none') if amp == 'auto' else amp
 
 # %% ../nbs/20_train.ipynb #d100f8ba
 def _autocast(device, amp):
@@ -95,16 +110,19 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     device = resolve_device(cfg.run.device)
     created = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device)
+    asked, cfg = cfg, copy.deepcopy(cfg)                          # config.yaml keeps what was asked; the run uses what resolves
+    cfg.optim.amp = resolve_amp(asked.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
     check_micro_batches(cfg, device.type)
     seed_everything(cfg.run.seed)
     lock = claim_run_dir(cfg.run.out, cfg.run.resume, cfg.run.overwrite)    # another run's folder is refused here
-    try: return _build_run(cfg, init, device, created, lock)
+    try: return _build_run(cfg, asked, init, device, created, lock)
     except BaseException:
         if lock is not None: lock.release()
         raise
 
-def _build_run(cfg, init, device, created, lock) -> Run:
+def _build_run(cfg, asked, init, device, created, lock) -> Run:
+    "`setup`'s work once the run folder is claimed: data, state (fresh, resumed or from `init`), run directory and log."
     out = Path(cfg.run.out)
     data = build_data(cfg)                                         # fails here on bad files
     if cfg.method.name != 'supervised' and data.unlabeled is None:
@@ -118,13 +136,13 @@ def _build_run(cfg, init, device, created, lock) -> Run:
     stop = min(cfg.optim.iters, cfg.run.stop_at) if cfg.run.stop_at is not None else cfg.optim.iters
     if is_main():
         out.mkdir(parents=True, exist_ok=True)
-        save_config(cfg, out / 'config.yaml')
+        save_config(asked, out / 'config.yaml')
         atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
             labeled=len(data.labeled), unlabeled=0 if data.unlabeled is None else len(data.unlabeled)), indent=1))
         if cfg.run.progress:
             print(f"{cfg.method.name} on {data.info.name}: {len(data.labeled)} labeled + {0 if data.unlabeled is None else len(data.unlabeled)} "
                   f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, {world_size()} x {device}, "
-                  f"steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
+                  f"{'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'} (optim.amp={asked.optim.amp}), steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
     log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
     return Run(cfg, data, S, device, stop, log, created, lock)
 
@@ -259,7 +277,7 @@ def finish(self: Run) -> dict:
     if self.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
         raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; the run did not recover")
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
-    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters,
+    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp,
                    time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,
                    best=S.best, last=self.summaries, conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
                    teacher_weights=None if S.teacher is None else weights_digest(S.teacher),

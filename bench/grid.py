@@ -63,6 +63,25 @@ def _ablation_grid(prefix: str, baseline: str) -> dict:
 GRIDS.update(table6=_ablation_grid('gamma=', 'gamma=2'), table8=_ablation_grid('r_star=', 'r_star=0.005'),
              table9=_ablation_grid('k=', 'k=3'), table10=_ablation_grid('alpha=', 'alpha=1.0'))
 
+# The default run's setting (`ael-train` with no arguments): 800 steps, alpha ramped in over the first half, bf16 autocast.
+# Every row here adds the ramp and bf16 to its overrides, so its cells are stored apart from the fp32 grids above.
+RAMP, BF16 = ['method.alpha_rampup={half}'], ['optim.amp=bf16']
+def _story(rows: dict) -> dict: return {k: v + RAMP + BF16 for k, v in rows.items()}
+GRIDS.update({
+    # the default run's comparison: supervised vs the basic framework vs AEL, ramped; AEL without the ramp (paper's alpha from step 0)
+    'setting': dict(variants={'supervised': ['method.name=supervised'] + RAMP + BF16,
+                              'ael ramp acm half': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16,   # = ael-train
+                              'ael ramp': ['method.name=ael'] + RAMP + BF16, 'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16,
+                              'ael no ramp': ['method.name=ael'] + BF16,
+                              'ael ramp fp32': ['method.name=ael'] + RAMP},   # bf16 vs fp32 on today's code (the fp32 cells of remedies predate ACM's stride)
+                    baseline='supervised', ceiling=None),
+    # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
+    'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
+                                     'aes from student': ['method.name=ael', 'method.aes_source=student']}),
+                    baseline='ael ramp', ceiling=None),
+    # Tables 6, 8, 9, 10 on the default run's setting
+    **{f'{t}r': dict(GRIDS[t], variants=_story(GRIDS[t]['variants'])) for t in ('table6', 'table8', 'table9', 'table10')}})
+
 MIN_GAP = 2.0   # points of mIoU (single-seed differences of 1-2 points are noise here, cpu-regime.md): below this ceiling-minus-baseline gap, 'share of the gap recovered' is not reported
 TABLE5_FLAGS = {'basic': '', '+DR': 'dr', '+AES': 'aes', '+ACM': 'acm', '+ACP': 'acp', 'DR+AES': 'dr aes',
                 'DR+AES+ACM': 'dr aes acm', 'all': 'dr aes acm acp'}
@@ -81,7 +100,9 @@ SETTINGS = {
 COMMON = ['model.backbone=resnet18', 'model.output_stride=16', 'model.aux=false', 'optim.sup_loss=ce',
           'eval.interval=0', 'eval.models=[teacher,student]', 'data.num_workers=0', 'data.check=false',
           'run.threads=1', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false',
-          'method.alpha_rampup=0']   # the paper's alpha from step 0 unless a variant says otherwise (the cpu preset ramps)
+          'method.alpha_rampup=0',   # the paper's alpha from step 0 unless a variant says otherwise (the cpu preset ramps)
+          'optim.amp=none',          # fp32 unless a variant says otherwise (the cpu preset's 'auto' depends on the machine)
+          'method.tau=0.99', 'method.acm_targets=all']   # the cpu preset's values before it became the 800-step default run
 
 def manifest_for(dataset: str, fraction: str, seed: int) -> list[str]:
     "Shipped manifest `data_manifests/<dataset>/<1-8>_fold<seed>.json` if there is one, else a draw with `run.seed`."
@@ -108,15 +129,24 @@ def bank_tau(iters: int, paper_tau: float = 0.999, paper_iters: int = 18000) -> 
     "Bank momentum with the paper's time constant as a fraction of training: 1 - (1 - 0.999) x 18000 / iters."
     return round(max(0.0, 1 - (1 - paper_tau) * paper_iters / iters), 4)
 
+KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets', 'all'), ('method', 'student_forward', 'joint'),
+                    ('method', 'teacher_mode', 'eval'), ('method', 'labeled_unsup', False), ('method', 'acm_min_area', None),
+                    ('model', 'checkpointing', False)]
+
 def cell_key(overrides: list[str]) -> str:
     "Hash of the resolved configuration (minus where it is written): equal keys = the same experiment."
     from ael_nb.config import get_config, to_dict
     d = to_dict(get_config('cpu', overrides=overrides))
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
     d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
+    d['model'].pop('channels_last', None)                                                     # timing only, same numbers up to rounding
     for k in ('checkpoint_interval', 'checkpoint_minutes', 'overwrite'): d['run'].pop(k, None)           # no effect on the result
     if d['run'].get('on_nonfinite') == 'stop': d['run'].pop('on_nonfinite'); d['run'].pop('max_skipped', None)  # added later; default: a diverged run fails
     if d['method'].get('alpha_rampup') == 0: d['method'].pop('alpha_rampup')   # added later; 0 = the earlier behaviour
+    for sec, k, earlier in KEYS_ADDED_LATER:                                  # the same: keys added later, at the earlier behaviour
+        if d[sec].get(k) == earlier: d[sec].pop(k)
+    d['run'].pop('trace_interval', None); d['run'].pop('trace_images', None) # no effect on the result
+    if not (d['method']['name'] == 'ael' and d['method']['acm']): d['method'].pop('acm_stride', None)   # ACM only (added later)
     if d['data'].get('manifest'): d['data']['manifest'] = Path(d['data']['manifest']).name   # not the checkout path
     if d['method']['name'] == 'ael' and d['method']['acm']:   # ACM's sources, since the engine redesign (2026-11-26): drawn one step
         d['acm_draw'] = 'from the previous step table, one teacher call'   # ahead from the table as the previous step left it, one teacher call
@@ -385,7 +415,7 @@ def _plots(grid, dataset, A, order, info, g, tag):
 # ---------------------------------------------------------------- command line
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument('grids', nargs='*', metavar='grid', help=f"one or more of {', '.join(GRIDS)}")
+    ap.add_argument('grids', nargs='*', metavar='grid', help=f"one or more of {', '.join(GRIDS)}; grid:0,1 runs only those seeds of it")
     ap.add_argument('--dataset', default='synthetic', choices=sorted(SETTINGS))
     ap.add_argument('--root', default=None, help='dataset root (camvid: default $AEL_CAMVID_ROOT)')
     ap.add_argument('--fractions', nargs='+', default=['1/8'])
@@ -396,6 +426,8 @@ def main(argv=None):
     ap.add_argument('--device', default='cpu', choices=['cpu', 'cuda'], help='where each cell trains (cuda: all processes share the GPU)')
     ap.add_argument('--results', default=None, help='where cells, tables and plots go (default bench/results)')
     ap.add_argument('--runs-dir', default='/tmp/ael_bench_runs', help='run directories (checkpoints, logs); not kept in git')
+    ap.add_argument('--order', default='seed', choices=['seed', 'grid'],
+                    help="seed: every grid's seed 0 before any seed 1 (default); grid: the grids one after another as named (a priority list)")
     ap.add_argument('--stop-by', default=None, help='HH:MM[:SS]: start no cell after this time, stop running ones a minute later (they stay unfinished)')
     ap.add_argument('--report', action='store_true', help='only write the tables/plots of finished cells')
     ap.add_argument('--recover', default=None, metavar='RUNS_DIR', help='first rebuild missing cells from the finished runs under RUNS_DIR')
@@ -404,20 +436,25 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.run_cell: return run_cell(a.run_cell)
     if not a.grids: ap.error('name a grid')
+    seeds_of = {}                                              # 'table6r:0' -> table6r with seed 0 only (overrides --seeds)
+    for g in a.grids:
+        name, _, ss = g.partition(':')
+        seeds_of.setdefault(name, []).append([int(x) for x in ss.split(',')] if ss else a.seeds)
+    a.grids = [g.partition(':')[0] for g in a.grids]
     if set(a.grids) - set(GRIDS): ap.error(f"unknown grid(s) {sorted(set(a.grids) - set(GRIDS))}; choose from {', '.join(GRIDS)}")
     global RESULTS
     if a.results: RESULTS = Path(a.results).resolve()
     iters = a.iters or SETTINGS[a.dataset]['iters']
-    gdirs = {g: grid_dir(g, a.dataset, iters, a.device) for g in a.grids}
+    gdirs = {g: grid_dir(g, a.dataset, iters, a.device) for g in dict.fromkeys(a.grids)}
     if not a.dry_run:
         for d in gdirs.values(): d.mkdir(parents=True, exist_ok=True)
-    name = (a.grids[0] if len(a.grids) == 1 else 'grids') + f'-{a.dataset}-{iters}it' + ('' if a.device == 'cpu' else f'-{a.device}')
+    name = (a.grids[0] if len(gdirs) == 1 else 'grids') + f'-{a.dataset}-{iters}it' + ('' if a.device == 'cpu' else f'-{a.device}')
     logf = RESULTS / f'{name}.log'
     def log(msg):
         line = f"[{dt.datetime.now():%H:%M:%S}] {msg}"; print(line, flush=True)
         with open(logf, 'a') as f: f.write(line + '\n')
-    cells = sorted((c for g in a.grids for c in plan(g, a.dataset, a.fractions, a.seeds, iters, a.root, a.variants, a.device)),
-                   key=lambda c: c['seed'])                    # stable: within a seed, each grid's own order
+    cells = [c for g in a.grids for c in plan(g, a.dataset, a.fractions, seeds_of[g].pop(0), iters, a.root, a.variants, a.device)]
+    if a.order == 'seed': cells.sort(key=lambda c: c['seed'])  # stable: within a seed, each grid's own order
     if a.dry_run:
         for c in cells: print(c['name'], c['key'], ' '.join(c['overrides']))
         return
