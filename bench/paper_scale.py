@@ -50,8 +50,8 @@ def common(a) -> list[str]:
     return [f'run.device={a.device}', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'data.check=false']
 
 
-TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=2',
-        'eval.max_images=2', 'run.threads=1', 'model.backbone=resnet18']
+from ael_nb.plan import TINY as _TINY      # the kit's tiny setting, less what a part sets itself (steps, evaluation, logging)
+TINY = [o for o in _TINY if o.split('=')[0] not in ('optim.iters', 'eval.interval', 'run.log_interval', 'run.progress', 'run.tensorboard', 'run.plots', 'data.check')]
 
 
 def part_launch(a, R, log) -> dict:
@@ -118,7 +118,6 @@ def signal_run(cmd, run_dir, log, a) -> dict:
 
 def part_sigterm(a, R, log) -> dict:
     "SIGTERM to ael-train (expect 75) and to torchrun (the SLURM path), then --resume of the first."
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from ael_nb.launch import torchrun_argv, train_argv
     from ael_nb.core import EXIT_REQUEUE
     ov = common(a) + ['optim.iters=100000', 'eval.interval=0', 'run.log_interval=5'] + (TINY if a.tiny else [])

@@ -5,8 +5,7 @@ import pytest
 
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, OMP_NUM_THREADS='1', PYTHONUNBUFFERED='1')
-TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=2', 'optim.iters=2',
-        'eval.max_images=2', 'run.progress=false', 'run.tensorboard=false', 'data.check=false', 'run.threads=1']
+from ael_nb.plan import TINY
 
 def run(script, *args, cwd=None):
     exe = BIN / script

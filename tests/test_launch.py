@@ -7,9 +7,8 @@ from ael_nb.launch import ael_launch, plan_runs, slurm_script, torchrun_argv
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=4', 'optim.iters=2',
-        'eval.max_images=2', 'run.threads=1', 'model.backbone=resnet18', 'run.progress=false', 'run.plots=false',
-        'run.tensorboard=false', 'run.log_interval=1']
+from ael_nb.plan import TINY as _TINY
+TINY = _TINY + ['data.batch_size=4']        # two ranks, two labeled images each
 CS = ['--preset', 'cityscapes', '--data-root', '/data/cityscapes', '--manifest', 'data_manifests/cityscapes/unimatch_1_16.json']
 
 
