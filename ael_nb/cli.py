@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from .core import DataError, atomic_write_text, is_main
-from .config import DEVICE_RE, PRESETS, get_config, valid_keys, to_dict, flat_items
+from .config import DEVICE_RE, PRESETS, Config, get_config, valid_keys, to_dict, flat_items
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
@@ -126,8 +126,9 @@ SETTING_IGNORED = ('method.', 'run.', 'eval.interval', 'eval.models', 'eval.sele
                    'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last')
 
 def setting_of(config: dict) -> dict:
-    "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash)."
-    return {k: v for k, v in flat_items(config) if not k.startswith(SETTING_IGNORED)}
+    "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
+    full = dict(flat_items(to_dict(Config()))) | dict(flat_items(config))   # a switch added later defaults to the earlier behaviour
+    return {k: v for k, v in full.items() if not k.startswith(SETTING_IGNORED)}
 
 def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
                    results=None,  # folder of bench/grid.py cells (default: the checkout's bench/results)
