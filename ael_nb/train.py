@@ -116,12 +116,13 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     check_micro_batches(cfg, device.type)
     seed_everything(cfg.run.seed)
     lock = claim_run_dir(cfg.run.out, cfg.run.resume, cfg.run.overwrite)    # another run's folder is refused here
-    try: return _build_run(cfg, init, device, created, lock, asked)
+    try: return _build_run(cfg, asked, init, device, created, lock)
     except BaseException:
         if lock is not None: lock.release()
         raise
 
-def _build_run(cfg, init, device, created, lock, asked) -> Run:  # asked: the configuration as given (optim.amp unresolved)
+def _build_run(cfg, asked, init, device, created, lock) -> Run:
+    "`setup`'s work once the run folder is claimed: data, state (fresh, resumed or from `init`), run directory and log."
     out = Path(cfg.run.out)
     data = build_data(cfg)                                         # fails here on bad files
     if cfg.method.name != 'supervised' and data.unlabeled is None:

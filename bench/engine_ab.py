@@ -3,8 +3,8 @@
     python bench/engine_ab.py --old bench/_work/ael_nb_before --device cpu --steps 40 --rounds 3
     git -C . archive 1f3c265 ael_nb | tar x -C bench/_work/ael_nb_before     # the engine before the redesign
 
-Each round trains the same configuration (the `cpu` preset, AEL, `method.acm_stride=1` so that both versions do the
-same work) once with the old package and once with this checkout's, each in a fresh process, alternating, and reads
+Each round trains the same configuration (the `cpu` preset, AEL; keys the old version lacks are pinned to what it did:
+per-pixel ACM regions, fp32, contiguous memory, every unlabeled image a target; so both versions do the same work) once with the old package and once with this checkout's, each in a fresh process, alternating, and reads
 the throughput the engine itself logs (`img_per_s` of metrics.jsonl, the first log line left out as warm-up).
 Writes bench/results/engine_ab_<device>.json and .md. Timings only: no assertion anywhere."""
 from __future__ import annotations
@@ -21,8 +21,9 @@ from ael_nb.train import train
 torch.set_num_threads(int(threads))
 ov = ['method.name=ael', f'optim.iters={steps}', 'eval.interval=0', 'eval.max_images=1', 'run.log_interval=5', 'run.progress=false',
       'run.tensorboard=false', 'run.plots=false', 'data.check=false', f'run.device={device}', f'run.out={out}', f'run.threads={threads}']
-try: get_config('cpu', overrides=ov + ['method.acm_stride=1']); ov.append('method.acm_stride=1')
-except Exception: pass                         # the old version has no such key (it searched per pixel)
+for pin in ('method.acm_stride=1', 'optim.amp=none', 'model.channels_last=false', 'method.acm_targets=all'):
+    try: get_config('cpu', overrides=ov + [pin]); ov.append(pin)   # the new engine does what the old one did ...
+    except Exception: pass                                         # ... which has no such key
 import ael_nb; print('PKG', ael_nb.__file__, flush=True)
 train(get_config('cpu', overrides=ov))
 '''

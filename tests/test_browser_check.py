@@ -51,7 +51,7 @@ def test_free_port_is_free_on_localhost():
 
 
 def test_lab_url():
-    assert bc.lab_url(8888, 'abc123', '23_compare.ipynb') == 'http://127.0.0.1:8888/lab/tree/23_compare.ipynb?token=abc123'
+    assert bc.lab_url(8888, 'abc123', '24_compare.ipynb') == 'http://127.0.0.1:8888/lab/tree/24_compare.ipynb?token=abc123'
     assert bc.lab_url(9000, 't', 'a b/c.ipynb') == 'http://127.0.0.1:9000/lab/tree/a%20b/c.ipynb?token=t'
     assert bc.lab_url(9000, 't') == 'http://127.0.0.1:9000/lab?token=t'
 

@@ -7,7 +7,7 @@ selenium from PyPI, in the environment that has the kit's dev extra (JupyterLab,
     apt-get update && apt-get install -y chromium chromium-driver
     pip install selenium
 
-    python tools/browser_check.py nbs/23_compare.ipynb --screenshot compare.png
+    python tools/browser_check.py nbs/24_compare.ipynb --screenshot compare.png
     python tools/browser_check.py my.ipynb --click step --times 3 --watch '.widget-readout' --screenshot step.png
 
 What it does: starts `jupyter lab` headless on a free port of 127.0.0.1 with a token it draws (never another
