@@ -94,7 +94,7 @@ def compact_trace(tr: Trace, n: int = 2) -> dict:
     out = {}
     for k, v in tr.data.items():
         if not torch.is_tensor(v) or k in CLASS_KEYS: out[k] = v.cpu() if torch.is_tensor(v) else v; continue
-        v = v[:n].cpu()
+        v = v[:n].cpu().clone()                                           # a copy: a view would save the whole batch's storage
         if k in IMAGE_KEYS: v = denormalize(v)
         elif v.ndim == 4: k, v = f'{k}_max', v.max(1).values.half()          # [B,C,H,W] probabilities: the top one
         elif v.ndim == 3 and not v.dtype == torch.bool: v = v.to(torch.uint8) if not v.is_floating_point() else v.half()
