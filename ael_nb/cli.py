@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from .core import DataError, atomic_write_text, is_main
-from .config import DEVICE_RE, PRESETS, get_config, valid_keys, to_dict, flat_items
+from .config import DEVICE_RE, PRESETS, Config, get_config, valid_keys, to_dict, flat_items
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
@@ -116,7 +116,7 @@ def _train(a):
             ref = find_reference(s['run_dir'])
             print('\n' + (vs_supervised(s['run_dir'], ref) if ref else
                           f"no stored supervised result at this setting and seed to compare with: train one with the same arguments "
-                          f"and --method supervised --out {s['run_dir']}_supervised, then compare them in nbs/23_compare.ipynb"))
+                          f"and --method supervised --out {s['run_dir']}_supervised, then compare them in nbs/24_compare.ipynb"))
         print('\n' + next_steps(s['run_dir']))
     else: print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
     return 0
@@ -126,8 +126,9 @@ SETTING_IGNORED = ('method.', 'run.', 'eval.interval', 'eval.models', 'eval.sele
                    'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last')
 
 def setting_of(config: dict) -> dict:
-    "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash)."
-    return {k: v for k, v in flat_items(config) if not k.startswith(SETTING_IGNORED)}
+    "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
+    full = dict(flat_items(to_dict(Config()))) | dict(flat_items(config))   # a switch added later defaults to the earlier behaviour
+    return {k: v for k, v in full.items() if not k.startswith(SETTING_IGNORED)}
 
 def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
                    results=None,  # folder of bench/grid.py cells (default: the checkout's bench/results)
@@ -186,8 +187,8 @@ def next_steps(run_dir) -> str:
     run_dir = Path(run_dir)
     files = [f.name for f in sorted(run_dir.glob('*.png')) + sorted(run_dir.glob('per_class.*'))]
     return '\n'.join(['next:', f"  {run_dir}/: {', '.join(files) or 'config.yaml, metrics.jsonl'} (learning curves: tensorboard --logdir {run_dir})",
-                      '  jupyter lab nbs/   then 21_step_through.ipynb (one AEL step, decision by decision) and',
-                      f"                    23_compare.ipynb (this run beside others: read_result('{run_dir}'))"])
+                      '  jupyter lab nbs/   then 22_step_through.ipynb (one AEL step, decision by decision) and',
+                      f"                    24_compare.ipynb (this run beside others: read_result('{run_dir}'))"])
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 def positive(text: str) -> int:
