@@ -69,7 +69,8 @@ class AcmSources:
 
     def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
         "This step's sources (a batch with `classes` and `prob`); the next step's draw, from `r` and the table as they are now, starts loading."
-        if self.next is None: self.submit(self.draw(r, n, g))       # first step of a run
+        if self.next is None or len(self.next['classes']) != n:     # first step of a run, or a run started from one with
+            self.submit(self.draw(r, n, g))                         # another unlabeled batch (the pending draw does not fit)
         d, fut = self.next, self.future
         self.submit(self.draw(r, n, g))
         return fut.result() if fut is not None else self.load(d)
