@@ -47,11 +47,10 @@ def large_scale_jitter(
     generator: torch.Generator | None = None,  # source of randomness
     ignore_index: int = IGNORE_INDEX,  # label padding
 ) -> tuple[torch.Tensor, torch.Tensor]:  # jittered (images, labels), same shapes
-    "Large-scale jittering of each image and label of a batch, back to the batch's size."
-    size, outs = tuple(images.shape[-2:]), [resize_crop(i, l, tuple(images.shape[-2:]), scale, flip, generator,
-                                                        ignore_index=ignore_index) for i, l in zip(images, labels)]
-    if not outs: return images, labels
-    return torch.stack([o[0] for o in outs]).to(images.dtype), torch.stack([o[1] for o in outs])
+    "Large-scale jittering of each image and label of a batch, back to the batch's size, in one pass over the batch."
+    if not len(images): return images, labels
+    out, lab, _ = resize_crop(images, labels, tuple(images.shape[-2:]), scale, flip, generator, ignore_index=ignore_index)
+    return out.to(images.dtype), lab
 
 # %% ../nbs/12_copy_paste.ipynb #8369696c
 def adaptive_copy_paste(

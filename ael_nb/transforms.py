@@ -58,57 +58,64 @@ def denormalize(
     return ((x.float() * s + m) * 255).round().clamp(0, 255).to(torch.uint8)
 
 # %% ../nbs/11_transforms.ipynb #3a6ff78e
-def _src_coord(n_in, n_out, start, length, device):
-    "Source coordinate of output pixels `start..start+length-1` when resizing `n_in` -> `n_out` (align_corners=False)."
-    scale = torch.tensor(n_in / n_out, dtype=torch.float32)
-    return (torch.arange(start, start + length, device=device, dtype=torch.float32) + 0.5) * scale
+def _axis_map(
+    n_in: int,  # the images' size along this axis
+    n_out: torch.Tensor,  # long [B]: each image's size after resizing
+    u: torch.Tensor,  # float [B]: uniform draw placing the window
+    crop: int,  # the window's size along this axis
+    flip: torch.Tensor | None = None,  # bool [B]: reverse the axis (horizontal flip)
+) -> dict:  # i0, i1 long [B,crop], f float32 [B,crop] (bilinear); near long [B,crop] (nearest); valid bool [B,crop]
+    "Where each window pixel reads from, per image: a random `crop` window of the resized axis, or the resized axis placed at random."
+    d = (n_out - crop).abs()
+    o = torch.minimum((u.double() * (d + 1)).floor().long(), d)[:, None]     # crop offset, or placement offset
+    j = torch.arange(crop, device=n_out.device)[None]
+    big = (n_out >= crop)[:, None]
+    r = torch.where(big, o + j, j - o)                                       # index in the resized axis
+    valid = big | ((r >= 0) & (r < n_out[:, None]))
+    c = (r.float() + 0.5) * (n_in / n_out.double()).float()[:, None]        # source coordinate (align_corners=False)
+    cb = (c - 0.5).clamp(min=0)
+    i0 = cb.long().clamp(0, n_in - 1)
+    m = dict(i0=i0, i1=(i0 + 1).clamp(max=n_in - 1), f=cb - i0, near=c.floor().long().clamp(0, n_in - 1), valid=valid)
+    if flip is not None: m = {k: torch.where(flip[:, None], v.flip(-1), v) for k, v in m.items()}
+    return m
 
-def _bilinear_axis(x, n_out, start, length, dim):
-    n_in = x.shape[dim]
-    c = (_src_coord(n_in, n_out, start, length, x.device) - 0.5).clamp(min=0)
-    i0 = c.long().clamp(max=n_in - 1); i1 = (i0 + 1).clamp(max=n_in - 1)
-    f = (c - i0).view([-1] + [1] * (x.ndim - 1 - (dim % x.ndim)))
-    return x.index_select(dim, i0).float() * (1 - f) + x.index_select(dim, i1).float() * f
+def _gather(x, i, dim):
+    "`x` [B,...] read at per-image indices `i` [B,n] along `dim`."
+    shape = [x.shape[0]] + [1] * (x.ndim - 1); shape[dim] = i.shape[1]
+    size = list(x.shape); size[dim] = i.shape[1]
+    return x.gather(dim % x.ndim, i.view(shape).expand(size))
 
-def _nearest_axis(x, n_out, start, length, dim):
-    n_in = x.shape[dim]
-    i = _src_coord(n_in, n_out, start, length, x.device).floor().long().clamp(max=n_in - 1)
-    return x.index_select(dim, i)
-
-def _window(n, crop, u):
-    "(source start, target start, length) along one axis: crop a random window, or place the image at random."
-    o = min(int(u * (abs(n - crop) + 1)), abs(n - crop))
-    return (o, 0, crop) if n >= crop else (0, o, n)
+def _bilinear(x, m, dim):
+    "Bilinear read of `x` along `dim` (-2 rows, -1 columns) through the map `m` of `_axis_map`, as float32."
+    shape = [x.shape[0]] + [1] * (x.ndim - 1); shape[dim] = m['f'].shape[1]
+    f = m['f'].view(shape)
+    return _gather(x, m['i0'], dim).float() * (1 - f) + _gather(x, m['i1'], dim).float() * f
 
 # %% ../nbs/11_transforms.ipynb #53ff7e9f
 def resize_crop(
-    image: torch.Tensor,  # [C,H,W] uint8 or float
-    label: torch.Tensor | None,  # [H,W] int64, or None (unlabeled)
+    image: torch.Tensor,  # [C,H,W] or a batch [B,C,H,W], uint8 or float
+    label: torch.Tensor | None,  # [H,W] or [B,H,W] int64, or None (unlabeled)
     size: tuple[int, int],  # output (h, w)
     scale: tuple[float, float] = (0.5, 2.0),  # resize factor range, relative to the image's own size
     flip: bool = True,  # random horizontal flip (p=0.5)
     generator: torch.Generator | None = None,  # source of randomness
     fill: float = 0.,  # image padding value
     ignore_index: int = IGNORE_INDEX,  # label padding value
-) -> tuple:  # (image float32 [C,h,w], label [h,w] or None, valid bool [h,w])
-    "Random resize, random crop (padding where needed) and random flip, identical for image and label."
-    (H, W), (h, w) = image.shape[-2:], size
-    u = draw(4, generator).tolist()
-    s = scale[0] + (scale[1] - scale[0]) * u[0]
-    nh, nw = max(1, round(H * s)), max(1, round(W * s))
-    (sy, ty, ly), (sx, tx, lx) = _window(nh, h, u[1]), _window(nw, w, u[2])
-    win = _bilinear_axis(_bilinear_axis(image, nh, sy, ly, -2), nw, sx, lx, -1)
-    out = torch.full((image.shape[0], h, w), fill, dtype=torch.float32, device=image.device)
-    out[:, ty:ty + ly, tx:tx + lx] = win
-    valid = torch.zeros(h, w, dtype=torch.bool, device=image.device)
-    valid[ty:ty + ly, tx:tx + lx] = True
+) -> tuple:  # (image float32 [(B),C,h,w], label [(B),h,w] or None, valid bool [(B),h,w])
+    "Random resize, random crop (padding where needed) and random flip, identical for image and label; each image of a batch its own."
+    one = image.ndim == 3
+    if one: image, label = image[None], None if label is None else label[None]
+    B, (H, W), (h, w), dev = image.shape[0], image.shape[-2:], size, image.device
+    u = draw((B, 4), generator, dev).double()
+    s = scale[0] + (scale[1] - scale[0]) * u[:, 0]
+    nh, nw = (H * s).round().long().clamp(min=1), (W * s).round().long().clamp(min=1)
+    my, mx = _axis_map(H, nh, u[:, 1], h), _axis_map(W, nw, u[:, 2], w, (u[:, 3] < 0.5) if flip else None)
+    valid = my['valid'][:, :, None] & mx['valid'][:, None, :]
+    out = torch.where(valid[:, None], _bilinear(_bilinear(image, my, -2), mx, -1), fill)
     lab = None
     if label is not None:
-        lab = torch.full((h, w), ignore_index, dtype=label.dtype, device=label.device)
-        lab[ty:ty + ly, tx:tx + lx] = _nearest_axis(_nearest_axis(label, nh, sy, ly, -2), nw, sx, lx, -1)
-    if flip and u[3] < 0.5:
-        out, valid = out.flip(-1), valid.flip(-1)
-        if lab is not None: lab = lab.flip(-1)
+        lab = torch.where(valid, _gather(_gather(label, my['near'], -2), mx['near'], -1), ignore_index)
+    if one: out, valid, lab = out[0], valid[0], None if lab is None else lab[0]
     return out, lab, valid
 
 # %% ../nbs/11_transforms.ipynb #a4e9265b
