@@ -133,7 +133,7 @@ def setting_of(config: dict) -> dict:
 def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
                    results=None,  # folder of bench/grid.py cells (default: the checkout's bench/results)
                   ) -> Path|None:
-    "A stored supervised `bench/grid.py` cell at this run's setting, split and seed (same precision and device preferred), or None."
+    "A stored supervised `bench/grid.py` cell at this run's setting, split and seed (same device, then same precision preferred), or None."
     run_dir = Path(run_dir)
     results = Path(results) if results is not None else Path(__file__).resolve().parents[1] / 'bench' / 'results'
     cfg, s = yaml.safe_load((run_dir / 'config.yaml').read_text()), json.loads((run_dir / 'summary.json').read_text())
@@ -142,7 +142,8 @@ def find_reference(run_dir,       # a finished run directory (config.yaml, summa
         d = json.loads(p.read_text())
         if d.get('config', {}).get('method', {}).get('name') != 'supervised' or d.get('manifest_hash') != s['manifest_hash']: continue
         if setting_of(d['config']) != want: continue
-        found.append(((d['config']['optim']['amp'] != s.get('amp')), d['config']['run']['device'] != cfg['run']['device'], str(p)))
+        device = str(d['config']['run']['device']).split(':')[0]            # the device type the run trained on ('cpu', 'cuda')
+        found.append((device != s.get('device'), d['config']['optim']['amp'] != s.get('amp'), str(p)))
     return Path(min(found)[2]) if found else None
 
 def regenerate_command(cell) -> str:

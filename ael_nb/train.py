@@ -277,7 +277,7 @@ def finish(self: Run) -> dict:
     if self.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
         raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; the run did not recover")
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
-    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp,
+    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp, device=self.device.type,
                    time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,
                    best=S.best, last=self.summaries, conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
                    teacher_weights=None if S.teacher is None else weights_digest(S.teacher),
