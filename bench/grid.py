@@ -76,6 +76,10 @@ GRIDS.update({
                               'ael no ramp': ['method.name=ael'] + BF16,
                               'ael ramp fp32': ['method.name=ael'] + RAMP},   # bf16 vs fp32 on today's code (the fp32 cells of remedies predate ACM's stride)
                     baseline='supervised', ceiling=None),
+    # the default run's comparison on real data (give --dataset camvid160): does AEL's tail gain hold on CamVid?
+    'camvid': dict(variants={'supervised': ['method.name=supervised'] + RAMP + BF16, 'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16,
+                             'ael ramp acm half': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16, 'full': FULL + BF16},
+                   baseline='supervised', ceiling='full'),
     # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
     'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
                                      'aes from student': ['method.name=ael', 'method.aes_source=student']}),
@@ -96,6 +100,9 @@ SETTINGS = {
     'synthetic96': dict(iters=400, manifests='synthetic',
                         overrides=['data.dataset=synthetic', 'data.crop_size=[96,128]', 'data.scale=[1.0,1.0]',
                                    'data.batch_size=8', 'eval.protocol=whole']),
+    # the real-data check of the default run's setting: 180x240 copies (bench/prepare_camvid.py), 160x160 crops, batch 8
+    'camvid160': dict(iters=1500, manifests='camvid', overrides=['data.dataset=camvid', 'data.crop_size=[160,160]', 'data.batch_size=8',
+                                                                 'data.scale=[0.75,1.5]', 'eval.protocol=whole']),
     'camvid': dict(iters=300, overrides=['data.dataset=camvid', 'data.crop_size=[128,128]', 'data.batch_size=4',
                                          'data.scale=[0.75,1.5]', 'eval.protocol=whole']),
 }
@@ -379,7 +386,7 @@ def _report(grid: str, dataset: str, cells: list[dict], tag: str, title: str = '
 
 def _info(dataset):
     from ael_nb.datasets import CAMVID_INFO
-    if dataset == 'camvid': return CAMVID_INFO
+    if dataset.startswith('camvid'): return CAMVID_INFO
     from ael_nb.synthetic import SYNTHETIC_INFO
     return SYNTHETIC_INFO
 
