@@ -135,6 +135,25 @@ ACM_AUTHORS = "ACM region search: authors' routine (per image, CPU, scikit-image
 ACM_KIT = {s: f'ACM region search: kit, stride {s}' + (' (default)' if s == 4 else ' (pixels)') for s in (4, 1)}
 ACM_MASK = {'kit': 'ACM class mask alone: kit (class_mask)', 'authors': "ACM class mask alone: torch argmax == class (authors')"}
 
+# the rows that are AEL's own work at the kit's defaults (the others are references: per-pixel search, the authors'
+# routine, class masks alone, plain CutMix and the unsupervised loss, which the basic framework pays too)
+AEL_OWN = ('bank update (Eq. 3-6)', 'class table update', 'AES rates + mask (Eq. 8-9)', 'DR weights (Eq. 10)',
+           'ACM: sample classes + images (table)', ACM_KIT[4], 'ACM: adaptive_cutmix (region search + paste), stride 4',
+           'ACP: adaptive_copy_paste (K=3)')
+WHY = {'ACP: adaptive_copy_paste (K=3)': 'resizes and crops each pasting image\'s source at full resolution, then two full-batch selects',
+       'bank update (Eq. 3-6)': 'reads every pixel\'s class probabilities once',
+       'class table update': 'a histogram of every image\'s pseudo-label'}
+
+def over_one_percent(c: dict) -> str:
+    "One line: AEL's own components above 1% of the forward+backward at paper scale, or that none is, with the largest."
+    r = {k: v for k, v in c.get('ratio_to_model_fwd_bwd', {}).items() if k in AEL_OWN}
+    if not r: return ''
+    over = sorted((k for k in r if r[k] > 0.01), key=r.get, reverse=True)
+    if not over:
+        k = max(r, key=r.get); return f"Every AEL component is under 1% of the forward+backward (largest: {k}, {100 * r[k]:.2f}%)."
+    return "AEL components over 1% of the forward+backward: " + '; '.join(
+        f"{k} {100 * r[k]:.2f}%" + (f" ({WHY[k]})" if k in WHY else '') for k in over) + '.'
+
 def acm_ratios(comps: dict) -> dict:
     "Kit / authors' ACM region search time, from the medians and from the minima; also each less its class mask."
     out = {}
@@ -312,6 +331,7 @@ def markdown(r: dict) -> str:
         for k, v in c['components'].items():
             if 'median_s' in v: L.append(f"| {k} | {v['median_s']:.4f} | {v['min_s']:.4f} | {c.get('ratio_to_model_fwd_bwd', {}).get(k, float('nan')):.4f} |")
             else: L.append(f"| {k} | error: {v['error'][:60]} | | |")
+        if over_one_percent(c): L += ['', over_one_percent(c)]
         if c.get('acm_kit_over_authors'):
             f = c['acm_found']; n = len(f['authors'])
             L += ['', "ACM region search (teacher argmax == class, components, a random one above r* = 0.5% of the image, its box, "
