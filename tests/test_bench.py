@@ -28,3 +28,13 @@ def test_grid_shares_skips_recovers_reports(tmp_path):
     assert json.loads(a.read_text())['metrics'] == da['metrics'] and json.loads(b.read_text())['key'] == da['key']
     md = (tmp_path / 'res' / 'table5-synthetic-2it.md').read_text()
     assert md.count('| +DR | 0 |') == 2 * 2 and '1/8 of the labels' in md and '1/4 of the labels' in md   # teacher and student tables per fraction
+
+def test_cell_keys_name_the_same_experiment():
+    "Cells of different grids with the same configuration share a key (one runs, the other reuses it); a real difference changes it."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import grid
+    key = lambda g, v, *extra: grid.cell_key(grid.cell_overrides(g, v, 'synthetic96', '1/8', 0, 800, None) + list(extra))
+    assert key('table9r', 'k=3') == key('table10r', 'alpha=1.0') == key('setting', 'ael ramp acm half')   # AEL as ael-train runs it
+    assert key('table9r', 'k=3', 'method.acm_targets=all') == key('setting', 'ael ramp') != key('table9r', 'k=3')
+    assert key('table6r', 'gamma=2') == key('table6r', 'gamma=2', 'method.acm_targets=all')   # ACM off: its batch has no effect
+    assert key('table6r', 'gamma=2') != key('table6r', 'gamma=3') and key('table9r', 'k=3') != key('table9r', 'k=3', 'run.device=cuda')
