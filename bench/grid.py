@@ -300,12 +300,12 @@ def _ms(xs):
     if len(xs) == 0: return float('nan'), float('nan'), 0
     return float(xs.mean()), float(xs.std(ddof=1)) if len(xs) > 1 else float('nan'), len(xs)
 
-def _paired(a, b) -> str:
-    "Mean ± std over the seeds both variants finished of (a - b): seed-to-seed spread cancels."
+def _paired(a, b, key: str = 'by_seed') -> str:
+    "Mean ± std over the seeds both variants finished of (a - b) (`key`: 'by_seed' mIoU, 'tail_by_seed' tail mIoU): seed-to-seed spread cancels."
     if b is None: return 'n/a'
-    common = sorted(set(a['by_seed']) & set(b['by_seed']))
+    common = sorted(set(a[key]) & set(b[key]))
     if not common: return 'n/a'
-    m, sd, n = _ms([a['by_seed'][k] - b['by_seed'][k] for k in common])
+    m, sd, n = _ms([a[key][k] - b[key][k] for k in common])
     return f"{m:+.1f}" + (f" ± {sd:.1f}" if sd == sd else '') + f" (n={n})"
 
 def _fmt(m, s, n=None):
@@ -320,7 +320,7 @@ def aggregate(cells: list[dict], which: str = 'primary') -> dict:
         if m is None: continue
         a = out.setdefault(d['variant'], dict(seeds=[], miou=[], tail=[], head=[], per_class={}, time=[], model=set()))
         a['seeds'].append(d['seed']); a['time'].append(d['time_s']); a['model'].add(d['primary'] if which == 'primary' else which)
-        a.setdefault('by_seed', {})[d['seed']] = 100 * m['miou']
+        a.setdefault('by_seed', {})[d['seed']] = 100 * m['miou']; a.setdefault('tail_by_seed', {})[d['seed']] = 100 * m['tail_miou']
         a['miou'].append(100 * m['miou']); a['tail'].append(100 * m['tail_miou']); a['head'].append(100 * m['head_miou'])
         for k, v in m['per_class'].items(): a['per_class'].setdefault(k, []).append(100 * v if v == v else float('nan'))
     return out
@@ -353,14 +353,14 @@ def _report(grid: str, dataset: str, cells: list[dict], tag: str, title: str = '
         cm = _ms(A[ceil]['miou'])[0] if ceil and ceil in A else float('nan')
         bt = _ms(A[base]['tail'])[0] if base in A else float('nan')
         ct = _ms(A[ceil]['tail'])[0] if ceil and ceil in A else float('nan')
-        hdr = ['variant', 'seeds', 'mIoU', 'tail mIoU', 'head mIoU', f'Δ mIoU vs {base}', f'paired Δ vs {base} (same seeds)']
+        hdr = ['variant', 'seeds', 'mIoU', 'tail mIoU', 'head mIoU', f'Δ mIoU vs {base}', f'paired Δ vs {base} (same seeds)', 'paired Δ tail']
         if ceil: hdr += ['gap recovered (mIoU)', 'gap recovered (tail)']
         lines += [f"\n### {title}\n", '| ' + ' | '.join(hdr) + ' |', '|' + '---|' * len(hdr)]
         for v in order:
             if v not in A: continue
             a = A[v]; mm = _ms(a['miou']); tm = _ms(a['tail']); hm = _ms(a['head'])
             row = [v, ','.join(map(str, sorted(a['seeds']))), _fmt(mm[0], mm[1]), _fmt(tm[0], tm[1]), _fmt(hm[0], hm[1]),
-                   f"{mm[0] - bm:+.1f}" if bm == bm else 'n/a', _paired(a, A.get(base))]
+                   f"{mm[0] - bm:+.1f}" if bm == bm else 'n/a', _paired(a, A.get(base)), _paired(a, A.get(base), 'tail_by_seed')]
             if ceil:
                 gap = lambda x, b, c: f"{100 * (x - b) / (c - b):.0f}%" if (c == c and b == b and c - b >= MIN_GAP) else 'n/a (no gap)'
                 row += [gap(mm[0], bm, cm) if v not in (base, ceil) else '', gap(tm[0], bt, ct) if v not in (base, ceil) else '']
