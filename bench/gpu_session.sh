@@ -3,17 +3,18 @@
 # of wall time (default 8). Every cell is a bench/grid.py cell (alpha ramped in over the first half, bf16 autocast, one
 # CPU thread each; --device cuda: JOBS processes share the GPU). Cells already in bench/results are not run again
 # (the script starts from a copy of it). Three phases, in priority order, all under the same stop time:
-#   (1) synthetic96, 800 steps, GRIDS (default: Table 8 on the default run's setting, seed 0, then seeds 1-2 of Tables
-#       6 and 8; `setting`, `choices`, Table 6 seed 0 are finished on the H200, Tables 9 and 10 on the CPU);
-#   (2) CamVid, when the copy of bench/prepare_camvid.py is in bench/_work/camvid_180x240 (carry it: 32 MB): grid
-#       `camvid` on --dataset camvid160 (supervised, CutMix + ramp, AEL + ramp, full; 1500 steps, 160x160, batch 8),
-#       seeds 0 1 2 (CAMVID=0 skips it);
-#   (3) synthetic96, 1600 steps: grid `schedule` (supervised, AEL + ramp, full), seeds 0 1 2 (SCHEDULE=0 skips it).
+#   (1) synthetic96, 800 steps, GRIDS (default: grid `setting`, whose fp32 CutMix + ramp cells are the last ones missing
+#       on the H200: bf16 beside fp32 for supervised, CutMix + ramp and AEL + ramp; Tables 6, 8, 9, 10 ran on the CPU);
+#   (2) CamVid, at the same time as (1), when the copy of bench/prepare_camvid.py is in bench/_work/camvid_180x240
+#       (carry it: 32 MB): grid `camvid` on --dataset camvid160 (supervised, CutMix + ramp, AEL + ramp, full; 1500 steps,
+#       160x160, batch 8), seeds 0 1 2 (CAMVID=0 skips it). (1) and (2) together are 15 processes on 16 cores;
+#   (3) after both, synthetic96 at 1600 steps: grid `schedule` (supervised, AEL + ramp, full), seeds 0 1 2 (SCHEDULE=0
+#       skips it).
 # No cell starts after MINUTES - 1.5 min; grid.py stops running ones a minute later (they are left out, never half
 # reported); cells whose run finished just then are rebuilt from their run directories (grid.py --recover).
 # Usage, from the repository root: bash bench/gpu_session.sh OUT [MINUTES]      (writes only under OUT)
 # Back here: tar xzf OUT/results.tgz -C /tmp && cp -rn /tmp/results/* bench/results/ && python bench/grid.py \
-#            table6r table8r table9r table10r --dataset synthetic96 --iters 800 --device cuda --report   (and so on per phase)
+#            setting --dataset synthetic96 --iters 800 --device cuda --report   (and so on per phase)
 # Needs ael_nb's dependencies importable (on the lent machines: fastcore, carried as a wheel; see bench/README.md).
 set -u
 OUT=$(realpath -m "${1:?usage: gpu_session.sh OUT [MINUTES]}"); MIN=${2:-8}; JOBS=${JOBS:-16}
@@ -28,7 +29,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu
     || { cat "$OUT/gpu.txt"; echo "ael_nb does not import here (see gpu.txt)"; exit 1; }
 nproc >> "$OUT/gpu.txt"
 
-GRIDS=${GRIDS-"table8r:0 table6r:1,2 table8r:1,2"}
+GRIDS=${GRIDS-setting}
 cp -r bench/results "$OUT/results"                       # finished cells are skipped, shared cells reused
 COMMON_ARGS="--device $DEVICE --results $OUT/results --runs-dir /tmp/ael_gpu_runs --jobs $JOBS"
 phase() {   # phase NAME GRID-ARGS...: run the cells, then rebuild those that finished at the stop time, then the tables
@@ -36,9 +37,10 @@ phase() {   # phase NAME GRID-ARGS...: run the cells, then rebuild those that fi
     "$PY" bench/grid.py "$@" $COMMON_ARGS --order grid --stop-by "$STOP" > "$OUT/grid_$name.log" 2>&1
     "$PY" bench/grid.py "$@" $COMMON_ARGS --recover /tmp/ael_gpu_runs --report > "$OUT/report_$name.log" 2>&1
 }
-[ -n "$GRIDS" ] && phase synthetic $GRIDS --dataset synthetic96 --iters "$ITERS"
+[ -n "$GRIDS" ] && phase synthetic $GRIDS --dataset synthetic96 --iters "$ITERS" &
 CAMVID_ROOT=bench/_work/camvid_180x240
-[ "${CAMVID:-1}" = 1 ] && [ -d "$CAMVID_ROOT/train" ] && phase camvid camvid --dataset camvid160 --root "$CAMVID_ROOT" ${CAMVID_ITERS:+--iters $CAMVID_ITERS}
+[ "${CAMVID:-1}" = 1 ] && [ -d "$CAMVID_ROOT/train" ] && phase camvid camvid --dataset camvid160 --root "$CAMVID_ROOT" ${CAMVID_ITERS:+--iters $CAMVID_ITERS} &
+wait
 [ "${SCHEDULE:-1}" = 1 ] && phase schedule schedule --dataset synthetic96 --iters "${SCHEDULE_ITERS:-1600}"
 grep -hE 'ok in|FAILED|stopped|recovered|grid done' "$OUT"/grid*.log "$OUT"/report*.log | tail -40
 # the device tool returns flat folders only: pack the cells and tables, and the run directories (without checkpoints)

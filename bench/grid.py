@@ -74,7 +74,9 @@ GRIDS.update({
                               'ael ramp acm half': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16,   # = ael-train
                               'ael ramp': ['method.name=ael'] + RAMP + BF16, 'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16,
                               'ael no ramp': ['method.name=ael'] + BF16,
-                              'ael ramp fp32': ['method.name=ael'] + RAMP},   # bf16 vs fp32 on today's code (the fp32 cells of remedies predate ACM's stride)
+                              'ael ramp fp32': ['method.name=ael'] + RAMP,    # bf16 vs fp32 on today's code (the fp32 cells of remedies predate ACM's stride)
+                              'cutmix ramp fp32': ['method.name=cutmix'] + RAMP,   # = remedies' 'cutmix ramp' (no ACM: unchanged since)
+                              'supervised fp32': ['method.name=supervised']},      # = remedies' 'supervised' (alpha weighs only the unlabeled loss)
                     baseline='supervised', ceiling=None),
     # the default run's comparison on real data (give --dataset camvid160): does AEL's tail gain hold on CamVid?
     'camvid': dict(variants={'supervised': ['method.name=supervised'] + RAMP + BF16, 'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16,
