@@ -179,6 +179,11 @@ def vs_supervised(run_dir,            # a finished run directory of a semi-super
         how = f", {d['config']['run']['device']}, amp={d['config']['optim']['amp']}, {d['finished']}" if d else ''
         lines += ['', f"supervised: STORED result {reference}{how}, not trained in this run;",
                   f"  remake it with: {regenerate_command(reference) if d else 'ael-train --method supervised --seed ' + str(a['seed'])}"]
+        summary = Path(run_dir) / 'summary.json'
+        mine = json.loads(summary.read_text()).get('device_name') if summary.is_file() else None
+        theirs = d.get('host', {}).get('device') if d else None
+        if mine and theirs and mine != theirs:   # bf16 rounds by the machine's kernels: the same seed differs by a point or two
+            lines.append(f"  it trained on {theirs}, this run on {mine}: compare the gains, not the last digit")
     else: lines += ['', f"supervised: trained in this run ({reference})"]
     return '\n'.join(lines)
 

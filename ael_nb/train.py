@@ -6,7 +6,7 @@
 
 # %% ../nbs/20_train.ipynb #e93a1c58
 from __future__ import annotations
-import copy, json, os, time
+import copy, json, os, platform, time
 from contextlib import nullcontext
 from pathlib import Path
 import torch
@@ -26,8 +26,8 @@ from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, ag
                            check_weights, claim_run_dir, disk_space, resume_command)
 
 # %% auto #0
-__all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'resolve_amp', 'Run',
-           'setup', 'train']
+__all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name', 'resolve_amp',
+           'Run', 'setup', 'train']
 
 # %% ../nbs/20_train.ipynb #33ccb68c
 def average_buffers(model: nn.Module) -> nn.Module:
@@ -63,6 +63,19 @@ def bf16_supported(device) -> bool:
     if device.type == 'cuda': return torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == 'cpu': return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
     return False
+
+def _cpu_model() -> str:
+    "The processor's name as Linux reports it (`/proc/cpuinfo`), else what `platform` knows."
+    try: return next(l.split(':', 1)[1].strip() for l in Path('/proc/cpuinfo').read_text().splitlines() if l.startswith('model name'))
+    except (OSError, StopIteration): return platform.processor() or platform.machine()
+
+def device_name(device) -> str:
+    "What a run trained on, in words: the GPU's name, or the CPU's with its cores and the bf16 kernels it has (which decide bf16's rounding)."
+    device = torch.device(device)
+    if device.type == 'cuda': return torch.cuda.get_device_name(device)
+    if device.type != 'cpu': return device.type
+    kernels = 'AMX' if torch.cpu._is_amx_tile_supported() else 'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else 'no bf16 kernels'
+    return f"{_cpu_model()}, {os.cpu_count()} cores, {kernels}"
 
 def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
                 device,    # the device the run trains on
@@ -141,7 +154,7 @@ def _build_run(cfg, asked, init, device, created, lock) -> Run:
             labeled=len(data.labeled), unlabeled=0 if data.unlabeled is None else len(data.unlabeled)), indent=1))
         if cfg.run.progress:
             print(f"{cfg.method.name} on {data.info.name}: {len(data.labeled)} labeled + {0 if data.unlabeled is None else len(data.unlabeled)} "
-                  f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, {world_size()} x {device}, "
+                  f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, {world_size()} x {device} ({device_name(device)}), "
                   f"{'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'} (optim.amp={asked.optim.amp}), steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
     log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
     return Run(cfg, data, S, device, stop, log, created, lock)
@@ -277,7 +290,7 @@ def finish(self: Run) -> dict:
     if self.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
         raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; the run did not recover")
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
-    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp, device=self.device.type,
+    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
                    time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,
                    best=S.best, last=self.summaries, conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
                    teacher_weights=None if S.teacher is None else weights_digest(S.teacher),

@@ -186,7 +186,7 @@ def run_cell(spec_path: str):
     cfg = get_config('cpu', overrides=ov)
     t0 = time.time()
     s = train(cfg)
-    host = dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads())
+    host = dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads(), device=s.get('device_name'))
     atomic_write_text(spec['result'], json.dumps(cell_record(spec, s, to_dict(cfg), time.time() - t0, host), indent=1))
 
 def cell_record(spec: dict, s: dict, config: dict, wall_s: float|None, host: dict, finished: str|None = None) -> dict:
@@ -211,7 +211,7 @@ def recover(runs_dir: Path, log) -> int:
         config = yaml.safe_load((sp.parent / 'config.yaml').read_text())
         finished = dt.datetime.fromtimestamp(sm.stat().st_mtime).isoformat(timespec='seconds')
         res.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(res, json.dumps(cell_record(spec, s, config, None, dict(recovered_from=str(sp.parent)), finished), indent=1))
+        atomic_write_text(res, json.dumps(cell_record(spec, s, config, None, dict(recovered_from=str(sp.parent), device=s.get('device_name')), finished), indent=1))
         log(f"{res.parent.name}/{res.name}: recovered from {sp.parent}"); n += 1
     return n
 
