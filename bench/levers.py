@@ -13,7 +13,7 @@ Evaluation (whole 96x128 val scenes, `--eval-images` of them, the teacher) is ti
 a step comes from a timed `Trace` (`ael_nb.steps.section`).
 Writes bench/results/levers_<tag>.json and .md."""
 from __future__ import annotations
-import argparse, datetime as dt, json, os, platform, statistics, sys, tempfile, time
+import argparse, datetime as dt, json, os, statistics, sys, tempfile, time
 from pathlib import Path
 import torch
 
@@ -84,7 +84,7 @@ def main(argv=None):
         part, res = ('compile', part_compile(a.reps)) if a.compile else ('data', part_data(a.reps))
         (RESULTS / f'levers_{part}_{a.tag}.json').write_text(json.dumps(res, indent=1)); print(json.dumps(res, indent=1)); return
     from ael_nb.config import get_config
-    from ael_nb.train import setup
+    from ael_nb.train import setup, device_name
     from ael_nb.steps import Trace
     from ael_nb.runlog import evaluate_models
     tmp = Path(tempfile.mkdtemp(prefix='ael_levers_'))
@@ -122,7 +122,7 @@ def main(argv=None):
         for name in eval_t: eval_t[name].append(evals(name))
         print(f"round {rnd + 1}/{a.reps}: " + ', '.join(f"{n} {step_t[n][-1]:.3f}" for n in runs), flush=True)
     ref = a.variants[0]
-    res = dict(when=dt.datetime.now().isoformat(timespec='seconds'), host=dict(cpus=os.cpu_count(), cpu=platform.processor() or platform.machine(),
+    res = dict(when=dt.datetime.now().isoformat(timespec='seconds'), host=dict(cpus=os.cpu_count(), cpu=device_name('cpu'),
                torch=torch.__version__, load_avg=os.getloadavg(), cpu_capability=torch.backends.cpu.get_cpu_capability()),
                setting=dict(preset='cpu', overrides=base + a.set, steps_per_round=a.steps, rounds=a.reps, eval_images=a.eval_images),
                step={n: dict(spread(step_t[n]), ratio_to_ref=spread([x / y for x, y in zip(step_t[n], step_t[ref])]),
@@ -132,7 +132,7 @@ def main(argv=None):
     for r in runs.values(): r.close()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f'levers_{a.tag}.json').write_text(json.dumps(res, indent=1))
-    md = [f"# Levers on the CPU ({a.tag}, {res['when']}, load average at the end {res['host']['load_avg'][0]:.1f})\n",
+    md = [f"# Levers on the CPU ({a.tag}: {res['host']['cpu']}; {res['when']}, load average at the end {res['host']['load_avg'][0]:.1f})\n",
           f"`python bench/levers.py {' '.join(sys.argv[1:] if argv is None else argv)}`: {a.reps} interleaved rounds of {a.steps} AEL steps per variant (`cpu` preset, "
           f"800-step schedule), median of each round's steps; ratio = per-round ratio to `{ref}`.\n",
           '| variant | step s (median) | min-max | ratio to ref (median, min-max) | CPU s (median, min-max) | CPU ratio to ref | data s |',
