@@ -20,7 +20,7 @@
 Writes bench/results/cost_<device>.json and cost_<device>.md. Run as `python bench/cost.py` (its folder is then on
 the import path, for grid.py and acm_reference.py); ael_nb is imported from the installed package."""
 from __future__ import annotations
-import argparse, contextlib, datetime as dt, functools, gc, json, os, platform, resource, statistics, subprocess, sys, time
+import argparse, contextlib, datetime as dt, functools, gc, json, os, resource, statistics, subprocess, sys, time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -376,7 +376,8 @@ def main(argv=None):
     SET[:] = a.set
     if a.mem_child: return memory_child(a)
     dev = torch.device(a.device)
-    name = torch.cuda.get_device_name(dev) if dev.type == 'cuda' else f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+    from ael_nb.train import device_name
+    name = device_name(dev)
     r = dict(device=a.device, device_name=name, torch=torch.__version__, date=dt.datetime.now().isoformat(timespec='seconds'), argv=sys.argv[1:])
     tag = a.tag or dev.type
     out = RESULTS / f'cost_{tag}.json'; RESULTS.mkdir(parents=True, exist_ok=True)
