@@ -14,10 +14,11 @@ from .datasets import SegDataset
 
 # %% auto #0
 __all__ = ['ROAD', 'SIDEWALK', 'BUILDING', 'VEGETATION', 'SKY', 'CAR', 'POLE', 'SIGN', 'PEDESTRIAN', 'BICYCLE', 'SYNTHETIC_INFO',
-           'WALLS', 'CAR_COLOURS', 'SYNTHETIC_SIZES', 'scene_seed', 'scene_generator', 'uniform', 'chance', 'pick',
-           'random_colour', 'Layer', 'pixel_grid', 'fill', 'smooth_noise', 'paint', 'Layout', 'street_layout', 'depth',
-           'road_edges', 'ground_row', 'kerb_x', 'jitter', 'sky', 'buildings', 'trees', 'ground', 'car', 'pole',
-           'pedestrian', 'bicycle', 'photometric', 'render_scene', 'synthetic_scene', 'SyntheticScenes']
+           'WALLS', 'CAR_COLOURS', 'SYNTHETIC_SIZES', 'SYNTHETIC_CACHE_MB', 'scene_seed', 'scene_generator', 'uniform',
+           'chance', 'pick', 'random_colour', 'Layer', 'pixel_grid', 'fill', 'smooth_noise', 'paint', 'Layout',
+           'street_layout', 'depth', 'road_edges', 'ground_row', 'kerb_x', 'jitter', 'sky', 'buildings', 'trees',
+           'ground', 'car', 'pole', 'pedestrian', 'bicycle', 'photometric', 'render_scene', 'synthetic_scene',
+           'SyntheticScenes']
 
 # %% ../nbs/09_synthetic.ipynb #05274681
 ROAD, SIDEWALK, BUILDING, VEGETATION, SKY, CAR, POLE, SIGN, PEDESTRIAN, BICYCLE = range(10)
@@ -276,20 +277,28 @@ def synthetic_scene(seed: int, split: str, index: int, size=(96, 128)) -> tuple[
 
 # %% ../nbs/09_synthetic.ipynb #034bd7fb
 SYNTHETIC_SIZES = dict(train=400, val=100, test=100)
+SYNTHETIC_CACHE_MB = 1024   # `cache=None` keeps a split's drawn scenes when all of them fit in this many MB
 
 class SyntheticScenes(SegDataset):
     "Long-tailed synthetic street scenes drawn on the fly; ids are 'syn_<split>_<index:05d>'."
     def __init__(self, split: str = 'train',   # any name; 'train', 'val' and 'test' have default sizes
                  n: int|None = None,           # number of scenes (None: `SYNTHETIC_SIZES[split]`, else 100)
                  size=(96, 128),               # (h, w) of every scene
-                 seed: int = 0):               # dataset seed: another seed, other scenes
+                 seed: int = 0,                # dataset seed: another seed, other scenes
+                 cache: bool|None = None):     # keep each scene once drawn (None: if the split fits in SYNTHETIC_CACHE_MB)
         n = SYNTHETIC_SIZES.get(split, 100) if n is None else int(n)
         if n < 1: raise ValueError(f'synthetic {split!r}: n={n}, need at least one scene')
         self.size, self.seed = tuple(int(s) for s in size), int(seed)
         ids = [f'syn_{split}_{i:05d}' for i in range(n)]
         super().__init__([(i, f'<synthetic seed={seed}>/{i}', f'<synthetic seed={seed}>/{i}') for i in ids], SYNTHETIC_INFO, split=split)
+        fits = n * 11 * self.size[0] * self.size[1] <= SYNTHETIC_CACHE_MB * 2**20   # uint8 image + int64 label: 11 bytes a pixel
+        self._drawn = {} if (fits if cache is None else cache) else None            # shared with every `subset`
 
     def __getitem__(self, i: int) -> dict:
         id, _, lp = self.items[i]
-        image, label = synthetic_scene(self.seed, self.split, int(id.rsplit('_', 1)[1]), self.size)
+        k = int(id.rsplit('_', 1)[1])
+        if self._drawn is None: image, label = synthetic_scene(self.seed, self.split, k, self.size)
+        else:
+            if k not in self._drawn: self._drawn[k] = synthetic_scene(self.seed, self.split, k, self.size)
+            image, label = (t.clone() for t in self._drawn[k])   # callers may change what they get
         return dict(image=image, label=None if lp is None else label, id=id)
