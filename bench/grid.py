@@ -82,7 +82,10 @@ GRIDS.update({
     # (rows in the order they run seed by seed on the CPU: the question's two first)
     'camvid': dict(variants={'supervised': ['method.name=supervised'] + RAMP + BF16,
                              'ael ramp acm half': ['method.name=ael', 'method.acm_targets=half'] + RAMP + BF16,
-                             'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16, 'full': FULL + BF16},
+                             'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16, 'full': FULL + BF16,
+                             # what might make it hold: pseudo-labels the teacher is unsure of (tail pixels it calls head) ignored
+                             'ael ramp acm half thr0.7': ['method.name=ael', 'method.acm_targets=half',
+                                                          'method.pl_threshold=0.7'] + RAMP + BF16},
                    baseline='supervised', ceiling='full'),
     # the share of the supervised-to-full gap at a longer schedule (give --iters 1600): at 800 steps AEL still gains
     # 3-4 mIoU per 200 steps while supervised training has levelled off (RESULTS.md)
