@@ -464,6 +464,9 @@ def main(argv=None):
         seeds_of.setdefault(name, []).append([int(x) for x in ss.split(',')] if ss else a.seeds)
     a.grids = [g.partition(':')[0] for g in a.grids]
     if set(a.grids) - set(GRIDS): ap.error(f"unknown grid(s) {sorted(set(a.grids) - set(GRIDS))}; choose from {', '.join(GRIDS)}")
+    if a.variants and (bad := [v for v in a.variants if not any(v in GRIDS[g]['variants'] for g in a.grids)]):
+        ap.error(f"variant(s) {bad} in none of {a.grids}; they have: "
+                 + '; '.join(f"{g}: {', '.join(repr(v) for v in GRIDS[g]['variants'])}" for g in dict.fromkeys(a.grids)))
     global RESULTS
     if a.results: RESULTS = Path(a.results).resolve()
     iters = a.iters or SETTINGS[a.dataset]['iters']

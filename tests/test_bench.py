@@ -38,3 +38,10 @@ def test_cell_keys_name_the_same_experiment():
     assert key('table9r', 'k=3', 'method.acm_targets=all') == key('setting', 'ael ramp') != key('table9r', 'k=3')
     assert key('table6r', 'gamma=2') == key('table6r', 'gamma=2', 'method.acm_targets=all')   # ACM off: its batch has no effect
     assert key('table6r', 'gamma=2') != key('table6r', 'gamma=3') and key('table9r', 'k=3') != key('table9r', 'k=3', 'run.device=cuda')
+
+def test_unknown_variant_is_an_error(tmp_path):
+    "A misspelt `--variants` name stops the command with the names the grid has (it used to run 0 cells and exit 0)."
+    r = subprocess.run([sys.executable, str(REPO / 'bench' / 'grid.py'), 'camvid', '--dataset', 'camvid160', '--variants', 'cutmix',
+                        '--results', str(tmp_path / 'res'), '--dry-run'], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2 and "['cutmix'] in none of ['camvid']" in r.stderr and "'cutmix ramp'" in r.stderr
+    assert not (tmp_path / 'res').exists()
