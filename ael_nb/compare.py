@@ -138,11 +138,12 @@ def learning_curves(sources: dict  # label -> run directory or metrics.jsonl fil
     return pd.DataFrame(rows)
 
 def plot_learning_curves(lc: pd.DataFrame, title: str = ''):
-    "mIoU and tail mIoU over training steps, one colour per run, solid teacher, dashed student."
+    "mIoU and tail mIoU over training steps, one colour per label (runs sharing one: their mean, band min-max), solid teacher, dashed student."
     import matplotlib.pyplot as plt, seaborn as sns
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
     for a, k, name in zip(ax, ('miou', 'tail_miou'), ('mIoU (%)', 'tail mIoU (%)')):
-        sns.lineplot(lc, x='it', y=k, hue='label', style='model', style_order=['teacher', 'student'], markers=True, ax=a)
+        sns.lineplot(lc, x='it', y=k, hue='label', style='model', style_order=['teacher', 'student'], markers=True,
+                     errorbar=('pi', 100), ax=a)
         a.set(xlabel='step', ylabel=name); a.legend(fontsize=7)
     fig.suptitle(title or 'learning curves'); fig.tight_layout()
     return fig

@@ -1,6 +1,7 @@
 """The benchmark harness (`bench/grid.py`), on runs of two optimiser steps: grids named together share one pool and a
 cell they have in common runs once, a rerun skips finished cells, a lost cell is rebuilt from its run directory, and
-the report is written from the stored cells, one section per label fraction."""
+the report is written from the stored cells, one section per label fraction; `bench/curves.py` tabulates the runs'
+evaluations."""
 import json, subprocess, sys
 from pathlib import Path
 
@@ -22,6 +23,14 @@ def test_grid_shares_skips_recovers_reports(tmp_path):
     da, db = json.loads(a.read_text()), json.loads(b.read_text())
     assert da['key'] == db['key'] and db['reused_from'] == 'table5-synthetic-2it/pDR__1-8__s0.json'
     assert da['it'] == 2 and da['primary'] == 'teacher' and 0 <= da['metrics']['teacher']['miou'] <= 1
+    curves = subprocess.run([sys.executable, str(REPO / 'bench' / 'curves.py'), str(tmp_path / 'runs' / 'table5-synthetic-2it'),
+                             '--results', str(tmp_path / 'res')], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert curves.returncode == 0, curves.stderr[-2000:]
+    lc = (tmp_path / 'res' / 'table5-synthetic-2it_curves.csv').read_text().splitlines()
+    assert lc[0] == 'variant,fraction,seed,it,model,miou,tail_miou' and (tmp_path / 'res' / 'table5-synthetic-2it_curves.png').exists()
+    rows = {(r[0], r[1], r[2], r[3], r[4]): float(r[5]) for r in (l.split(',') for l in lc[1:])}   # the final evaluation of each run
+    assert sorted(rows) == sorted(('+DR', f, '0', '2', m) for f in ('1/8', '1/4') for m in ('teacher', 'student'))
+    assert abs(rows['+DR', '1/8', '0', '2', 'teacher'] - 100 * da['metrics']['teacher']['miou']) < 0.006   # as the cell reports it
     assert '4 of 4 cells finished, 0 to run' in grid(tmp_path)           # nothing is recomputed
     a.unlink(); b.unlink()
     grid(tmp_path, '--recover', str(tmp_path / 'runs'), '--report')      # e.g. cells lost on a GPU machine
