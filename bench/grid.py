@@ -85,7 +85,11 @@ GRIDS.update({
                              'cutmix ramp': ['method.name=cutmix'] + RAMP + BF16, 'full': FULL + BF16,
                              # what might make it hold: pseudo-labels the teacher is unsure of (tail pixels it calls head) ignored
                              'ael ramp acm half thr0.7': ['method.name=ael', 'method.acm_targets=half',
-                                                          'method.pl_threshold=0.7'] + RAMP + BF16},
+                                                          'method.pl_threshold=0.7'] + RAMP + BF16,
+                             # which of AEL's parts keeps the teacher from the tail (CutMix's teacher has it by step 750, AEL's not)
+                             'ael ramp acm half no acp': ['method.name=ael', 'method.acm_targets=half', 'method.acp=false'] + RAMP + BF16,
+                             'ael ramp acm half no dr aes': ['method.name=ael', 'method.acm_targets=half', 'method.dr=false',
+                                                             'method.aes=false'] + RAMP + BF16},
                    baseline='supervised', ceiling='full'),
     # the share of the supervised-to-full gap at a longer schedule (give --iters 1600): at 800 steps AEL still gains
     # 3-4 mIoU per 200 steps while supervised training has levelled off (RESULTS.md)
