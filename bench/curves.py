@@ -46,8 +46,9 @@ def main(argv=None):
     lc.to_csv(out('.tmp.csv'), index=False); out('.tmp.csv').replace(out('.csv'))     # written whole or not at all
     several = lc.groupby('variant').fraction.transform('nunique') > 1      # 'full' runs on fraction 1 in every grid
     label = lc.variant.where(~several, lc.variant + ' ' + lc.fraction)
+    label = label + ' (seeds ' + lc.groupby(label).seed.transform(lambda x: ','.join(map(str, sorted(set(x))))) + ')'
     fig = plot_learning_curves(lc.assign(label=label),
-                               title=f"{a.grid_runs.name}: mean over seeds {sorted(lc.seed.unique().tolist())}, band min-max")
+                               title=f"{a.grid_runs.name}: mean over each variant's seeds, band min-max")
     fig.savefig(out('.tmp.png'), dpi=110); out('.tmp.png').replace(out('.png'))
     print(f"{len(lc)} evaluations of {lc.groupby(['variant', 'fraction', 'seed']).ngroups} runs -> {out('.csv')}, .png")
 
