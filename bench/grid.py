@@ -89,7 +89,9 @@ GRIDS.update({
                              # which of AEL's parts keeps the teacher from the tail (CutMix's teacher has it by step 750, AEL's not)
                              'ael ramp acm half no acp': ['method.name=ael', 'method.acm_targets=half', 'method.acp=false'] + RAMP + BF16,
                              'ael ramp acm half no dr aes': ['method.name=ael', 'method.acm_targets=half', 'method.dr=false',
-                                                             'method.aes=false'] + RAMP + BF16},
+                                                             'method.aes=false'] + RAMP + BF16,
+                             'ael ramp no acm': ['method.name=ael', 'method.acm=false'] + RAMP + BF16,   # plain CutMix (its batch: 8 targets)
+                             'ael ramp': ['method.name=ael'] + RAMP + BF16},                              # ACM with 8 targets + 8 sources
                    baseline='supervised', ceiling='full'),
     # the share of the supervised-to-full gap at a longer schedule (give --iters 1600): at 800 steps AEL still gains
     # 3-4 mIoU per 200 steps while supervised training has levelled off (RESULTS.md)
