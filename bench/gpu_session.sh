@@ -6,8 +6,9 @@
 #   (1) synthetic96, 800 steps, GRIDS (default: grid `setting`, whose fp32 CutMix + ramp cells are the last ones missing
 #       on the H200: bf16 beside fp32 for supervised, CutMix + ramp and AEL + ramp; Tables 6, 8, 9, 10 ran on the CPU);
 #   (2) CamVid, at the same time as (1), when the copy of bench/prepare_camvid.py is in bench/_work/camvid_180x240
-#       (carry it: 32 MB): grid `camvid` on --dataset camvid160 (supervised, CutMix + ramp, AEL + ramp, full; 1500 steps,
-#       160x160, batch 8), seeds 0 1 2 (CAMVID=0 skips it). (1) and (2) together are 15 processes on 16 cores;
+#       (carry it: 32 MB): grid `camvid` on --dataset camvid160 (supervised, CutMix + ramp, AEL + ramp, full, and AEL
+#       with one part changed: threshold 0.7, no ACP, no DR + AES, no ACM, the 8 + 8 batch; 1500 steps, 160x160,
+#       batch 8), seeds 0 1 2, cells already in results/ skipped (CAMVID=0 skips it). (1) and (2) together are 15 processes on 16 cores;
 #   (3) after both, synthetic96 at 1600 steps: grid `schedule` (supervised, AEL + ramp, full), seeds 0 1 2 (SCHEDULE=0
 #       skips it).
 # No cell starts after MINUTES - 1.5 min; grid.py stops running ones a minute later (they are left out, never half
