@@ -9,8 +9,8 @@
 #       (carry it: 32 MB): grid `camvid` on --dataset camvid160 (supervised, CutMix + ramp, AEL + ramp, full, and AEL
 #       with one part changed: threshold 0.7, no ACP, no DR + AES, no ACM, the 8 + 8 batch; 1500 steps, 160x160,
 #       batch 8), seeds 0 1 2, cells already in results/ skipped (CAMVID=0 skips it). (1) and (2) together are 15 processes on 16 cores;
-#   (3) after both, synthetic96 at 1600 steps: grid `schedule` (supervised, AEL + ramp, full), seeds 0 1 2 (SCHEDULE=0
-#       skips it).
+#   (3) after both, synthetic96 at 1600 steps: grid `schedule` (supervised, AEL + ramp, full, and AEL with alpha 0.5 or
+#       a 0.7 threshold), seeds 0 1 2, finished cells skipped (SCHEDULE=0 skips it).
 # No cell starts after MINUTES - 1.5 min; grid.py stops running ones a minute later (they are left out, never half
 # reported); cells whose run finished just then are rebuilt from their run directories (grid.py --recover).
 # Usage, from the repository root: bash bench/gpu_session.sh OUT [MINUTES]      (writes only under OUT)
