@@ -77,7 +77,7 @@ class OptimConfig:
 class MethodConfig:
     "The semi-supervised method and every switch of the ablations (Tables 5-10)."
     name: Literal['supervised', 'meanteacher', 'cutmix', 'ael'] = 'ael'
-    alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10)
+    alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10); paper 1.0; from scratch, 0.5 holds the head classes at 1600 steps (bench/RESULTS.md)
     alpha_rampup: int = 0                   # steps over which alpha rises from 0 (sigmoid ramp); 0 = full alpha from step 0 (paper)
     ema_decay: float = 0.99                 # teacher EMA: min(1 - 1/(it+1), decay)
     ema_buffers: Literal['ema', 'copy'] = 'ema'  # BN statistics of the teacher: averaged or copied
