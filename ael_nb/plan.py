@@ -5,6 +5,7 @@
 
 # %% ../nbs/16_plan.ipynb #a0bd398e
 from __future__ import annotations
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 import numpy as np
@@ -15,11 +16,12 @@ from .config import Config
 from .datasets import get_dataset
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
+from .cutmix import sample_classes, ClassTable
 from .faults import ignore_stop_signals
 
 # %% auto #0
 __all__ = ['TINY', 'mix_seed', 'plan_batch', 'PlanSampler', 'Augmented', 'collate', 'to_device', 'RunData', 'make_dataset',
-           'build_data', 'make_loader']
+           'build_data', 'micro_batch', 'unlabeled_micro_batch', 'check_micro_batches', 'make_loader', 'AcmSources']
 
 # %% ../nbs/16_plan.ipynb #5b25db4f
 def mix_seed(*xs: int) -> int:
@@ -124,6 +126,37 @@ TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32',
         'eval.interval=0', 'eval.max_images=2', 'run.log_interval=1', 'run.progress=false', 'run.tensorboard=false',
         'run.plots=false', 'data.check=false', 'run.threads=1', 'optim.amp=none', 'method.acm_targets=all']
 
+# %% ../nbs/16_plan.ipynb #79ac622e
+def micro_batch(cfg: Config, world: int|None = None) -> int:   # world: ranks (None: this process group's)
+    "Labeled images per rank and micro-step: `batch_size / (world x accum_steps)`."
+    world, accum = world_size() if world is None else world, cfg.optim.accum_steps
+    if cfg.data.batch_size % (world * accum):
+        raise ValueError(f"data.batch_size={cfg.data.batch_size} is not divisible by ranks x optim.accum_steps = {world} x {accum}")
+    return cfg.data.batch_size // (world * accum)
+
+def unlabeled_micro_batch(cfg: Config, world: int|None = None) -> int:
+    "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved in the authors' ACM arrangement (`method.acm_targets='half'`)."
+    n, m = micro_batch(cfg, world) * cfg.data.unlabeled_ratio, cfg.method
+    if m.name == 'ael' and m.acm and m.acm_targets == 'half':
+        if n % 2: raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and micro-step, got {n}")
+        n //= 2
+    return n
+
+def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
+    "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with), or a lone image meets BatchNorm."
+    m, b_l, b_u, where = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
+    if m.name == 'ael' and m.acp and b_l < 2:
+        raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, but each rank holds {b_l} ({where}); "
+                         "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
+    if (m.name == 'cutmix' or (m.name == 'ael' and not m.acm)) and b_u < 2:
+        raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
+                         "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
+    pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'      # SyncBatchNorm: statistics over all ranks
+    if m.student_forward == 'separate' and m.name != 'supervised' and min(b_l, b_u) < 2 and not pooled:
+        raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled image(s) apart, and BatchNorm "
+                         "in training needs 2 images per forward (the ASPP's image pooling) unless SyncBatchNorm pools several GPUs; "
+                         "raise data.batch_size, or set method.student_forward=joint")
+
 # %% ../nbs/16_plan.ipynb #21627847
 def make_loader(ds, batch: int, cfg: Config,
                 stream: int,   # 0 labeled, 1 unlabeled
@@ -135,3 +168,40 @@ def make_loader(ds, batch: int, cfg: Config,
     return DataLoader(aug, batch_sampler=plan, collate_fn=collate, num_workers=cfg.data.num_workers,
                       generator=torch.Generator().manual_seed(0), persistent_workers=False,
                       worker_init_fn=ignore_stop_signals)   # the main process handles SIGTERM/SIGINT (`21_faults`)
+
+# %% ../nbs/16_plan.ipynb #106dcb90
+class AcmSources:
+    "Adaptive CutMix's source images: drawn one step ahead (Eq. 7 + class table), optionally loaded in a background thread."
+    def __init__(self, unlabeled: Augmented, table: ClassTable, background: bool = True):
+        self.unlabeled, self.table = unlabeled, table
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix='acm-sources') if background else None
+        self.next, self.future = None, None         # the pending draw and its loading
+
+    def draw(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
+        "n classes c ~ r (Eq. 7) with their probability, an unlabeled image holding each (class table), an augmentation seed per image."
+        classes = sample_classes(r, n, g)
+        return dict(classes=classes, prob=r[classes].float(), index=self.table.sample_images(classes, g),
+                    seeds=torch.randint(0, 2**62, (n,), generator=g, device=g.device))
+
+    def load(self, d: dict) -> dict:
+        "Weak views of the drawn images, collated on the CPU, with the draw's classes and probabilities."
+        b = collate([self.unlabeled[(int(i), int(s))] for i, s in zip(d['index'].tolist(), d['seeds'].tolist())])
+        return dict(b, classes=d['classes'], prob=d['prob'])
+
+    def submit(self, d: dict):
+        self.next = d                                            # the thread gets CPU copies: it must not wait on the GPU stream
+        self.future = self.pool.submit(self.load, {k: v.cpu() for k, v in d.items()}) if self.pool else None
+
+    def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
+        "This step's sources (a batch with `classes` and `prob`); the next step's draw, from `r` and the table as they are now, starts loading."
+        if self.next is None or len(self.next['classes']) != n:     # first step of a run, or a run started from one with
+            self.submit(self.draw(r, n, g))                         # another unlabeled batch (the pending draw does not fit)
+        d, fut = self.next, self.future
+        self.submit(self.draw(r, n, g))
+        return fut.result() if fut is not None else self.load(d)
+
+    def state_dict(self) -> dict|None: return None if self.next is None else {k: v.cpu() for k, v in self.next.items()}
+    def load_state_dict(self, d: dict|None, device):
+        if d is not None: self.submit({k: v.to(device) for k, v in d.items()})
+    def close(self):
+        if self.pool: self.pool.shutdown(wait=True, cancel_futures=True)
