@@ -13,11 +13,13 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 from fastcore.basics import patch
-from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text, seed_everything, make_generator,
-                         resolve_device, init_distributed, resolve_amp, device_name, average_buffers, peak_memory_gb, rank_values)
+from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
+                         seed_everything, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
+                         average_buffers, peak_memory_gb, rank_values)
 from .config import Config, save_config
 from .teacher import ema_update
-from .plan import RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch, check_micro_batches
+from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch,
+                         check_micro_batches)
 from .state import TrainState, build_state, checkpoint, load_checkpoint, weights_digest
 from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
@@ -28,57 +30,72 @@ from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, ag
 __all__ = ['Run', 'setup', 'train']
 
 # %% ../nbs/20_train.ipynb #d100f8ba
-def _autocast(device, amp):
-    dtype = dict(bf16=torch.bfloat16, fp16=torch.float16).get(amp)
-    return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
-
 class Run:
     "A training run, set up once: data, state, loaders and log; advanced by `step`, closed by `finish` or `close`."
-    def __init__(self, cfg: Config, data: RunData, S: TrainState, device, stop: int, log: RunLog, created_group: bool, lock: RunLock|None = None):
+    def __init__(self, cfg: Config, data: RunData, S: TrainState, device: torch.device, stop: int, log: RunLog,
+                 owns_group: bool, lock: RunLock|None = None):   # owns_group: `close` ends the process group
         from tqdm.auto import tqdm
-        self.cfg, self.data, self.S, self.device, self.stop, self.log, self.created_group, self.lock = cfg, data, S, device, stop, log, created_group, lock
+        self.cfg, self.data, self.S, self.device, self.stop, self.log = cfg, data, S, device, stop, log
+        self.owns_group, self.lock = owns_group, lock
         self.out, self.semi, self.step_fn = Path(cfg.run.out), cfg.method.name != 'supervised', STEPS[cfg.method.name]
-        accum = cfg.optim.accum_steps
-        self.dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, S.it * accum, stop * accum, True))
-        self.dl_u = (iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, S.it * accum, stop * accum, False))
-                     if self.semi else None)
-        self.n_img, self.t0, self.t_start = 0, time.time(), time.time()
-        self.cms, self.summaries = {}, {}
-        self.signals, self.saves = StopSignals(), SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes)
+        self.dl_l, self.dl_u = self._loaders()
+        self.cms, self.summaries = {}, {}                               # the last evaluation
+        self.n_img, self.t0, self.t_start = 0, time.time(), time.time()   # images and time since the last log line
+        self.signals = StopSignals()
+        self.saves = SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes)
         self.stopping = self.late = False; self.skipped_in_a_row = 0   # what the ranks agreed on at the last step
-        self.bar = tqdm(total=cfg.optim.iters, initial=S.it, disable=not (cfg.run.progress and is_main()), desc=cfg.method.name, dynamic_ncols=True)
+        self.bar = tqdm(total=cfg.optim.iters, initial=S.it, disable=not (cfg.run.progress and is_main()),
+                        desc=cfg.method.name, dynamic_ncols=True)
 
     @property
     def it(self) -> int: return self.S.it
-    def __repr__(self): return f"Run({self.cfg.method.name} on {self.data.info.name}, step {self.it} of {self.stop} -> {self.out})"
+    def __repr__(self):
+        return f"Run({self.cfg.method.name} on {self.data.info.name}, step {self.it} of {self.stop} -> {self.out})"
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
 
-    def close(self):
-        "Stop the progress bar, the ACM loader thread and the log, release the run directory, end the process group this run created."
-        self.bar.close(); self.log.close()
-        if self.S.sources is not None: self.S.sources.close()
-        if self.lock is not None: self.lock.release()
-        if self.created_group and dist_ready(): dist.destroy_process_group(); self.created_group = False
+# %% ../nbs/20_train.ipynb #887796ac
+@patch
+def _loaders(self: Run):
+    "The labeled and (semi-supervised methods) unlabeled batches, from the state's step to the run's last."
+    cfg, accum = self.cfg, self.cfg.optim.accum_steps
+    first, last = self.S.it * accum, self.stop * accum                 # in micro-batches
+    labeled = iter(make_loader(self.data.labeled, micro_batch(cfg), cfg, 0, first, last, True))
+    if not self.semi: return labeled, None
+    return labeled, iter(make_loader(self.data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False))
 
-def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's state (another run's), writing to `cfg.run.out`
+@patch
+def close(self: Run):
+    "Stop the progress bar, the ACM loader thread and the log, release the run directory, end the group this run made."
+    self.bar.close(); self.log.close()
+    if self.S.sources is not None: self.S.sources.close()
+    if self.lock is not None: self.lock.release()
+    if self.owns_group and dist_ready(): dist.destroy_process_group(); self.owns_group = False
+
+# %% ../nbs/20_train.ipynb #d2825616
+def setup(cfg: Config,
+          init: str|Path|None = None,   # start from this checkpoint's state (another run's), writing to `cfg.run.out`
+         ) -> Run:
     "Everything a run needs, built once; `run.resume` continues `<run.out>/latest.pth`."
     if cfg.run.threads: torch.set_num_threads(cfg.run.threads)
     device = resolve_device(cfg.run.device)
-    created = init_distributed(device.type)
+    owns_group = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device)
-    asked, cfg = cfg, copy.deepcopy(cfg)                          # config.yaml keeps what was asked; the run uses what resolves
-    cfg.optim.amp = resolve_amp(asked.optim.amp, device)
-    if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
+    as_given, cfg = cfg, copy.deepcopy(cfg)              # config.yaml keeps what was asked; the run uses what resolves
+    cfg.optim.amp = resolve_amp(as_given.optim.amp, device)
+    if cfg.optim.amp == 'fp16' and device.type != 'cuda':
+        raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
     check_micro_batches(cfg, device.type)
     seed_everything(cfg.run.seed)
     lock = claim_run_dir(cfg.run.out, cfg.run.resume, cfg.run.overwrite)    # another run's folder is refused here
-    try: return _build_run(cfg, asked, init, device, created, lock)
+    try: return _build_run(cfg, as_given, init, device, owns_group, lock)
     except BaseException:
         if lock is not None: lock.release()
         raise
 
-def _build_run(cfg, asked, init, device, created, lock) -> Run:
+# %% ../nbs/20_train.ipynb #2e4755e8
+def _build_run(cfg: Config, as_given: Config, init: str|Path|None, device: torch.device, owns_group: bool,
+               lock: RunLock|None) -> Run:
     "`setup`'s work once the run folder is claimed: data, state (fresh, resumed or from `init`), run directory and log."
     out = Path(cfg.run.out)
     data = build_data(cfg)                                         # fails here on bad files
@@ -93,49 +110,39 @@ def _build_run(cfg, asked, init, device, created, lock) -> Run:
     stop = min(cfg.optim.iters, cfg.run.stop_at) if cfg.run.stop_at is not None else cfg.optim.iters
     if is_main():
         out.mkdir(parents=True, exist_ok=True)
-        save_config(asked, out / 'config.yaml')
+        save_config(as_given, out / 'config.yaml')
         atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
-            labeled=len(data.labeled), unlabeled=0 if data.unlabeled is None else len(data.unlabeled)), indent=1))
-        if cfg.run.progress:
-            print(f"{cfg.method.name} on {data.info.name}: {len(data.labeled)} labeled + {0 if data.unlabeled is None else len(data.unlabeled)} "
-                  f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, {world_size()} x {device} ({device_name(device)}), "
-                  f"{'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'} (optim.amp={asked.optim.amp}), steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
+            labeled=len(data.labeled), unlabeled=_n_unlabeled(data)), indent=1))
+        if cfg.run.progress: print(_banner(cfg, as_given, data, device, f"steps {S.it}..{stop} of {cfg.optim.iters}"))
     log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
-    return Run(cfg, data, S, device, stop, log, created, lock)
+    return Run(cfg, data, S, device, stop, log, owns_group, lock)
+
+def _n_unlabeled(data: RunData) -> int: return 0 if data.unlabeled is None else len(data.unlabeled)
+
+def _banner(cfg: Config, as_given: Config, data: RunData, device: torch.device, steps: str) -> str:
+    "The line a run prints when it starts: data, network, devices, precision, steps, run directory."
+    amp = 'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'
+    return (f"{cfg.method.name} on {data.info.name}: {len(data.labeled)} labeled + {_n_unlabeled(data)} "
+            f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, "
+            f"{world_size()} x {device} ({device_name(device)}), {amp} (optim.amp={as_given.optim.amp}), "
+            f"{steps} -> {Path(cfg.run.out)}")
 
 # %% ../nbs/20_train.ipynb #1f4befa2
 @patch
 def step(self: Run, trace: Trace|None = None) -> Trace|None:
-    "One optimiser step; logs every `run.log_interval` steps. Returns the trace (the one given, or the one `run.trace_interval` made)."
-    S, cfg, device = self.S, self.cfg, self.device
-    if S.it >= self.stop: raise RuntimeError(f"{self}: the run has reached its last step ({self.stop}); raise optim.iters or run.stop_at")
+    "One optimiser step, logged every `run.log_interval` steps; returns the trace given or made (`run.trace_interval`)."
+    S, cfg = self.S, self.cfg
+    if S.it >= self.stop:
+        raise RuntimeError(f"{self}: the run has reached its last step ({self.stop}); raise optim.iters or run.stop_at")
     saving = trace is None and bool(cfg.run.trace_interval) and (S.it + 1) % cfg.run.trace_interval == 0
     if saving: trace = Trace()
-    g = make_generator(mix_seed(cfg.run.seed, 3, S.it, rank()), device)
-    S.student.train(); S.optimizer.zero_grad(set_to_none=True)
-    accum, ranks, vals = cfg.optim.accum_steps, world_size() if cfg.optim.loss_per_rank else 1, {}
-    if accum > 1: S.pending = torch.zeros(2, S.bank.num_classes, dtype=torch.float64, device=device)   # one bank update per optimiser step
-    for a in range(accum):
-        with section(trace, 'data'): lb, ub = to_device(next(self.dl_l), device), to_device(next(self.dl_u), device) if self.semi else None
-        ddp = isinstance(S.student, nn.parallel.DistributedDataParallel) and a < accum - 1
-        with S.student.no_sync() if ddp else nullcontext():
-            with _autocast(device, cfg.optim.amp): loss, logs = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
-            with section(trace, 'backward'): S.scaler.scale(loss / (accum * ranks)).backward()
-        for k, v in dict(logs, loss=loss.detach()).items(): vals[k] = vals.get(k, 0.0) + float(v) / accum
-        self.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)
-    with section(trace, 'bank'):                                    # what the micro-batches saw, once: bank and class table
-        if S.pending is not None:
-            apply_pending_bank(S)
-            if trace is not None: trace.record(bank_after=S.bank.conf)
-        if S.table is not None and world_size() > 1: S.table.sync()
-    bad, self.stopping, self.late = agree(not finite_values(vals), self.signals.received is not None, self.saves.late(), device=device)
+    loss, logs, vals = self._micro_batches(trace)
+    with section(trace, 'bank'): self._apply_bank(trace)          # what the micro-batches saw, once
+    bad, self.stopping, self.late = agree(not finite_values(vals), self.signals.received is not None, self.saves.late(),
+                                          device=self.device)
     if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
     lr = S.optimizer.param_groups[0]['lr']
-    with section(trace, 'optimizer + EMA'):
-        if not bad: S.scaler.step(S.optimizer); S.scaler.update()
-        S.scheduler.step()
-        average_buffers(S.student)                                  # DDP: BN statistics of all ranks
-        if S.teacher is not None and not bad: ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
+    with section(trace, 'optimizer + EMA'): self._update(skip=bad)
     S.it += 1; self._accumulate({} if bad else vals)
     self.bar.update(1); self.bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
     if S.it % cfg.run.log_interval == 0 or S.it == cfg.optim.iters: self._log(lr)
@@ -143,19 +150,67 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
     if saving and is_main(): save_trace(trace, self.out, S.it, cfg.run.trace_images)
     return trace
 
+# %% ../nbs/20_train.ipynb #e45baefa
+def _autocast(device: torch.device, amp: str):
+    dtype = dict(bf16=torch.bfloat16, fp16=torch.float16).get(amp)
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
+
+@patch
+def _micro_batches(self: Run, trace: Trace|None):
+    "Forward and backward of `optim.accum_steps` micro-batches; the last loss and logs, and the logs' step averages."
+    S, cfg, device = self.S, self.cfg, self.device
+    g = make_generator(mix_seed(cfg.run.seed, 3, S.it, rank()), device)
+    S.student.train(); S.optimizer.zero_grad(set_to_none=True)
+    accum, ranks, vals = cfg.optim.accum_steps, world_size() if cfg.optim.loss_per_rank else 1, {}
+    if accum > 1:                                                   # one bank update per optimiser step
+        S.pending = torch.zeros(2, S.bank.num_classes, dtype=torch.float64, device=device)
+    for a in range(accum):
+        with section(trace, 'data'):
+            lb, ub = to_device(next(self.dl_l), device), to_device(next(self.dl_u), device) if self.semi else None
+        ddp = isinstance(S.student, nn.parallel.DistributedDataParallel) and a < accum - 1
+        with S.student.no_sync() if ddp else nullcontext():
+            with _autocast(device, cfg.optim.amp): loss, logs = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
+            with section(trace, 'backward'): S.scaler.scale(loss / (accum * ranks)).backward()
+        for k, v in dict(logs, loss=loss.detach()).items(): vals[k] = vals.get(k, 0.0) + float(v) / accum
+        self.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)
+    return loss, logs, vals
+
+# %% ../nbs/20_train.ipynb #68b493dd
+@patch
+def _apply_bank(self: Run, trace: Trace|None):
+    "The bank update the micro-batches left pending, and the class table's sync over ranks."
+    S = self.S
+    if S.pending is not None:
+        apply_pending_bank(S)
+        if trace is not None: trace.record(bank_after=S.bank.conf)
+    if S.table is not None and world_size() > 1: S.table.sync()
+
+@patch
+def _update(self: Run, skip: bool):
+    "Optimiser (not for a skipped step), schedule, BN statistics over ranks, EMA teacher."
+    S, cfg = self.S, self.cfg
+    if not skip: S.scaler.step(S.optimizer); S.scaler.update()
+    S.scheduler.step()
+    average_buffers(S.student)                                      # DDP: BN statistics of all ranks
+    if S.teacher is not None and not skip:
+        ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
+
+# %% ../nbs/20_train.ipynb #1bf3d0a6
 @patch
 def _nonfinite(self: Run, vals: dict):
-    "A non-finite loss at this step on some rank: raise `Diverged` (`run.on_nonfinite='stop'`), or let the step be skipped."
+    "A non-finite loss at this step on some rank: raise `Diverged` (`run.on_nonfinite='stop'`), or skip the step."
     cfg, S = self.cfg, self.S
     bad = [f"{k} {v}" for k, v in vals.items() if not finite_values({k: v})] or ['on another rank']
     what = f"step {S.it + 1} of {cfg.optim.iters}: non-finite loss ({', '.join(bad)})"
     if cfg.run.on_nonfinite == 'stop':
-        raise Diverged(f"{what}; stopped before the update, nothing saved from it (lower optim.lr, or run.on_nonfinite=skip)")
+        raise Diverged(f"{what}; stopped before the update, nothing saved from it "
+                       "(lower optim.lr, or run.on_nonfinite=skip)")
     self.skipped_in_a_row += 1
-    poisoned, = agree(bool(nonfinite_tensors(S.student)), device=self.device)   # BN statistics of the forward: no skipping those
-    if poisoned or self.skipped_in_a_row > cfg.run.max_skipped:
-        raise Diverged(f"{what}; " + ('the forward left non-finite batch-norm statistics' if poisoned else
-                                      f'{self.skipped_in_a_row} steps in a row skipped (run.max_skipped={cfg.run.max_skipped})'))
+    poisoned, = agree(bool(nonfinite_tensors(S.student)), device=self.device)   # the forward's BN statistics
+    if poisoned: raise Diverged(f"{what}; the forward left non-finite batch-norm statistics")
+    if self.skipped_in_a_row > cfg.run.max_skipped:
+        raise Diverged(f"{what}; {self.skipped_in_a_row} steps in a row skipped "
+                       f"(run.max_skipped={cfg.run.max_skipped})")
 
 @patch
 def _accumulate(self: Run, vals: dict):
@@ -166,15 +221,34 @@ def _accumulate(self: Run, vals: dict):
 
 @patch
 def _log(self: Run, lr: float):
-    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank; skipped steps if any) to metrics.jsonl and TensorBoard."
+    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank, skipped steps)."
     dt, names, acc = time.time() - self.t0, self.data.info.class_names, self.S.acc
     steps, skipped = acc.pop('_n', 0), acc.pop('skipped', 0)
-    rec = dict(it=self.it, **{k: v / max(steps, 1) for k, v in acc.items()}, **(dict(skipped=skipped) if skipped else {}),
-               lr=lr, img_per_s=self.n_img * world_size() / max(dt, 1e-9), conf=[round(float(c), 5) for c in self.S.bank.conf],
+    rec = dict(it=self.it, **{k: v / max(steps, 1) for k, v in acc.items()},
+               **(dict(skipped=skipped) if skipped else {}), lr=lr, img_per_s=self.n_img * world_size() / max(dt, 1e-9),
+               conf=[round(float(c), 5) for c in self.S.bank.conf],
                peak_mem_gb=[round(m, 3) for m in rank_values(peak_memory_gb(self.device), self.device)])
     self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf', 'peak_mem_gb')}
-                   | {f'conf/{n}': c for n, c in zip(names, rec['conf'])} | {'train/peak_mem_gb': max(rec['peak_mem_gb'])})
+                   | {f'conf/{n}': c for n, c in zip(names, rec['conf'])}
+                   | {'train/peak_mem_gb': max(rec['peak_mem_gb'])})
     self.S.acc, self.t0, self.n_img = {}, time.time(), 0
+
+# %% ../nbs/20_train.ipynb #3cc637e9
+@patch
+def save(self: Run):
+    "Write `latest.pth` (every rank calls it; rank 0 writes)."
+    self._write('latest.pth'); self.saves.saved()
+
+@patch
+def save_due(self: Run) -> bool:
+    "Is `latest.pth` due between evaluations? (`run.checkpoint_interval` or `_minutes`, a stop signal, the last step)"
+    return self.saves.due(self.it) or self.late or self.stopping or self.it == self.stop
+
+@patch
+def eval_due(self: Run) -> bool:
+    "True after every `eval.interval`-th step and after the last step of the schedule."
+    iv = self.cfg.eval.interval
+    return bool(iv and self.it % iv == 0) or self.it == self.cfg.optim.iters
 
 # %% ../nbs/20_train.ipynb #eeca511e
 @patch
@@ -187,16 +261,12 @@ def evaluate(self: Run) -> dict:
     self.log.write(dict(it=S.it, eval=self.summaries), eval_scalars(self.summaries))
     name = self.cfg.eval.select if self.cfg.eval.select in self.summaries else next(iter(self.summaries))
     if self.summaries[name]['miou'] > S.best['miou']:
-        S.best = dict(it=S.it, miou=self.summaries[name]['miou'], tail_miou=self.summaries[name]['tail_miou'], model=name)
+        S.best = dict(it=S.it, miou=self.summaries[name]['miou'], tail_miou=self.summaries[name]['tail_miou'],
+                      model=name)
         self._write('best.pth')
     self.save()
     self.t0 += time.time() - te                                     # throughput counts training time only
     return self.summaries
-
-@patch
-def save(self: Run):
-    "Write `latest.pth` (every rank calls it; rank 0 writes)."
-    self._write('latest.pth'); self.saves.saved()
 
 @patch
 def _check_weights(self: Run): check_weights(dict(student=self.S.student, teacher=self.S.teacher), f"step {self.it}")
@@ -209,34 +279,29 @@ def _write(self: Run, name: str):
     if is_main():
         with disk_space(self.out / name): atomic_save(ck, self.out / name)
 
-@patch
-def save_due(self: Run) -> bool:
-    "True when `latest.pth` is due between evaluations: `run.checkpoint_interval` or `_minutes`, a stop signal, the last step of the run."
-    return self.saves.due(self.it) or self.late or self.stopping or self.it == self.stop
-
+# %% ../nbs/20_train.ipynb #8c23d8df
 @patch
 def preempt(self: Run):
     "After a stop signal: write `latest.pth` and raise `Preempted` with the command that resumes."
     self.save()
-    raise Preempted(f"{self.signals.received or 'a stop signal to another rank'} at step {self.it} of {self.cfg.optim.iters}: "
-                    f"{self.out / 'latest.pth'} written; resume with: {resume_command(self.out, world_size())}")
+    what = self.signals.received or 'a stop signal to another rank'
+    raise Preempted(f"{what} at step {self.it} of {self.cfg.optim.iters}: {self.out / 'latest.pth'} written; "
+                    f"resume with: {resume_command(self.out, world_size())}")
 
-@patch
-def eval_due(self: Run) -> bool:
-    "True after every `eval.interval`-th step and after the last step of the schedule."
-    iv = self.cfg.eval.interval
-    return bool(iv and self.it % iv == 0) or self.it == self.cfg.optim.iters
-
+# %% ../nbs/20_train.ipynb #89cdd813
 @patch
 def finish(self: Run) -> dict:
-    "The final summary (also `summary.json`), with the per-class table and plots when the schedule is complete; closes the run."
+    "The final summary (also `summary.json`), with per-class table and plots if the schedule is done; closes the run."
     S, cfg = self.S, self.cfg
     if self.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
-        raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; the run did not recover")
+        raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; "
+                       "the run did not recover")
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
-    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters, amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
-                   time_s=time.time() - self.t_start, manifest=self.data.manifest_name, manifest_hash=self.data.manifest_hash,
-                   best=S.best, last=self.summaries, conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
+    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters,
+                   amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
+                   time_s=time.time() - self.t_start, manifest=self.data.manifest_name,
+                   manifest_hash=self.data.manifest_hash, best=S.best, last=self.summaries,
+                   conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
                    teacher_weights=None if S.teacher is None else weights_digest(S.teacher),
                    peak_mem_gb=rank_values(peak_memory_gb(self.device), self.device))
     if is_main():
