@@ -30,6 +30,7 @@ def json_safe(x):
     if isinstance(x, (list, tuple)): return [json_safe(v) for v in x]
     return x
 
+# %% ../nbs/19_runlog.ipynb #f000f37f
 def _records(path: Path) -> list[tuple[str, dict]]:
     "The (line, record) pairs of a metrics.jsonl; a torn last line is dropped with a warning."
     lines = [l for l in path.read_text().splitlines() if l.strip()]
@@ -57,7 +58,8 @@ class RunLog:
     def write(self, rec: dict, scalars: dict|None = None):
         "Append `rec` to metrics.jsonl (NaN as null) and its `scalars` to TensorBoard at step `rec['it']`."
         if not is_main(): return
-        with disk_space(self.path), open(self.path, 'a') as f: f.write(json.dumps(json_safe(rec), allow_nan=False) + '\n')
+        line = json.dumps(json_safe(rec), allow_nan=False) + '\n'
+        with disk_space(self.path), open(self.path, 'a') as f: f.write(line)
         if self.tb is not None:
             for k, v in (scalars or {}).items(): self.tb.add_scalar(k, v, rec['it'])
 
@@ -77,6 +79,7 @@ def evaluate_models(S: TrainState, data: RunData, device) -> dict:
                            e.num_workers, S.cfg.optim.amp)
             for name in e.models if models.get(name) is not None}
 
+# %% ../nbs/19_runlog.ipynb #72ed5415
 def eval_scalars(summaries: dict) -> dict:
     "TensorBoard scalars of evaluation summaries: mIoU, tail and head mIoU, per-class IoU per model."
     out = {}
@@ -94,7 +97,7 @@ def compact_trace(tr: Trace, n: int = 2) -> dict:
     out = {}
     for k, v in tr.data.items():
         if not torch.is_tensor(v) or k in CLASS_KEYS: out[k] = v.cpu() if torch.is_tensor(v) else v; continue
-        v = v[:n].cpu().clone()                                           # a copy: a view would save the whole batch's storage
+        v = v[:n].cpu().clone()                                 # a copy: a view would save the whole batch's storage
         if k in IMAGE_KEYS: v = denormalize(v)
         elif v.ndim == 4: k, v = f'{k}_max', v.max(1).values.half()          # [B,C,H,W] probabilities: the top one
         elif v.ndim == 3 and not v.dtype == torch.bool: v = v.to(torch.uint8) if not v.is_floating_point() else v.half()
@@ -118,6 +121,7 @@ def markdown_table(df) -> str:
     line = lambda cells: '| ' + ' | '.join(cells) + ' |'
     return '\n'.join([line(cols), line(['---'] * len(cols))] + [line(r) for r in rows]) + '\n'
 
+# %% ../nbs/19_runlog.ipynb #93657eb8
 def plot_conf_bank(records: list[dict], info: DatasetInfo):
     "Confidence bank per class over training steps (tail classes dashed)."
     import matplotlib.pyplot as plt
@@ -131,13 +135,15 @@ def plot_conf_bank(records: list[dict], info: DatasetInfo):
     ax.legend(fontsize=7, ncol=2, loc='best'); fig.tight_layout()
     return fig
 
+# %% ../nbs/19_runlog.ipynb #2f1425f0
 def results_table(cms: dict, info: DatasetInfo):
     "Per-class IoU (%) per model: head classes, then tail classes, then mean (head), mean (tail) and mIoU rows."
     import pandas as pd
     df = iou_table(cms, info)
     df = pd.concat([df[df.group == 'head'], df[df.group == 'tail']])
     runs = [c for c in df.columns if c != 'group']
-    means = pd.DataFrame({r: [df.loc[df.group == 'head', r].mean(), df.loc[df.group == 'tail', r].mean(), df[r].mean()] for r in runs},
+    head, tail = df.group == 'head', df.group == 'tail'
+    means = pd.DataFrame({r: [df.loc[head, r].mean(), df.loc[tail, r].mean(), df[r].mean()] for r in runs},
                          index=pd.Index(['mean (head)', 'mean (tail)', 'mIoU'], name=df.index.name))
     return pd.concat([df, means.assign(group='')])
 
