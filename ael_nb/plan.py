@@ -30,8 +30,10 @@ def mix_seed(*xs: int) -> int:
     a, b = np.random.SeedSequence([int(x) for x in xs]).generate_state(2)
     return (int(a) << 31) ^ int(b)
 
+# %% ../nbs/16_plan.ipynb #31181368
 @lru_cache(maxsize=16)
-def _epoch_perm(n, seed, stream, epoch): return torch.randperm(n, generator=make_generator(mix_seed(seed, stream, epoch))).tolist()
+def _epoch_perm(n, seed, stream, epoch):
+    return torch.randperm(n, generator=make_generator(mix_seed(seed, stream, epoch))).tolist()
 
 def plan_batch(n: int,       # dataset size
                batch: int,   # images per rank and micro-step
@@ -52,10 +54,12 @@ def plan_batch(n: int,       # dataset size
 class PlanSampler(Sampler):
     "Batch sampler yielding `plan_batch` for micro-steps `start..stop-1` (use as `DataLoader(batch_sampler=...)`)."
     def __init__(self, n, batch, seed, stream=0, start=0, stop=1, rank=0, world=1):
-        self.n, self.batch, self.seed, self.stream, self.start, self.stop, self.rank, self.world = n, batch, seed, stream, start, stop, rank, world
+        self.n, self.batch, self.seed, self.stream = n, batch, seed, stream
+        self.start, self.stop, self.rank, self.world = start, stop, rank, world
     def __len__(self): return max(self.stop - self.start, 0)
     def __iter__(self):
-        for s in range(self.start, self.stop): yield plan_batch(self.n, self.batch, s, self.seed, self.stream, self.rank, self.world)
+        for s in range(self.start, self.stop):
+            yield plan_batch(self.n, self.batch, s, self.seed, self.stream, self.rank, self.world)
 
 # %% ../nbs/16_plan.ipynb #1a48fb1a
 class Augmented(Dataset):
@@ -104,12 +108,14 @@ def make_dataset(cfg: Config, split: str):
         return get_dataset('synthetic', split=split, **kw)
     return get_dataset(d.dataset, d.root, split=split)
 
+# %% ../nbs/16_plan.ipynb #0c0f4fca
 def build_data(cfg: Config) -> RunData:
     "Training split, manifest (loaded or drawn), labeled/unlabeled subsets and validation set; checks files if asked."
     d = cfg.data
     m = load_manifest(d.manifest) if d.manifest else None
     if m is not None and m.dataset != d.dataset:
-        raise DataError(d.manifest, f"manifest is for dataset {m.dataset!r} but the run trains on {d.dataset!r} (set data.dataset={m.dataset})")
+        raise DataError(d.manifest, f"manifest is for dataset {m.dataset!r} but the run trains on {d.dataset!r} "
+                                    f"(set data.dataset={m.dataset})")
     train, val = make_dataset(cfg, m.split if m else d.train_split), make_dataset(cfg, d.val_split)
     if m is not None: verify_manifest(m, train)
     else: m = make_manifest(d.dataset, train.labeled_ids, fraction=d.fraction, seed=cfg.run.seed, split=d.train_split,
@@ -132,30 +138,37 @@ def micro_batch(cfg: Config, world: int|None = None) -> int:   # world: ranks (N
     "Labeled images per rank and micro-step: `batch_size / (world x accum_steps)`."
     world, accum = world_size() if world is None else world, cfg.optim.accum_steps
     if cfg.data.batch_size % (world * accum):
-        raise ValueError(f"data.batch_size={cfg.data.batch_size} is not divisible by ranks x optim.accum_steps = {world} x {accum}")
+        raise ValueError(f"data.batch_size={cfg.data.batch_size} is not divisible by ranks x optim.accum_steps = "
+                         f"{world} x {accum}")
     return cfg.data.batch_size // (world * accum)
 
 def unlabeled_micro_batch(cfg: Config, world: int|None = None) -> int:
-    "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved in the authors' ACM arrangement (`method.acm_targets='half'`)."
+    "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved by `method.acm_targets='half'`."
     n, m = micro_batch(cfg, world) * cfg.data.unlabeled_ratio, cfg.method
     if m.name == 'ael' and m.acm and m.acm_targets == 'half':
-        if n % 2: raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and micro-step, got {n}")
+        if n % 2:
+            raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and "
+                             f"micro-step, got {n}")
         n //= 2
     return n
 
 def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
-    "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with), or a lone image meets BatchNorm."
-    m, b_l, b_u, where = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
+    "Refuse micro-batches where mixing does nothing (one image: no partner) or a lone image meets BatchNorm."
+    m, b_l, b_u = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg)
+    where = 'data.batch_size / (ranks x optim.accum_steps)'
     if m.name == 'ael' and m.acp and b_l < 2:
-        raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, but each rank holds {b_l} ({where}); "
+        raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, "
+                         f"but each rank holds {b_l} ({where}); "
                          "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
     if (m.name == 'cutmix' or (m.name == 'ael' and not m.acm)) and b_u < 2:
-        raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
+        raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, "
+                         f"but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
                          "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
-    pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'      # SyncBatchNorm: statistics over all ranks
+    pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'   # SyncBatchNorm: statistics of all ranks
     if m.student_forward == 'separate' and m.name != 'supervised' and min(b_l, b_u) < 2 and not pooled:
-        raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled image(s) apart, and BatchNorm "
-                         "in training needs 2 images per forward (the ASPP's image pooling) unless SyncBatchNorm pools several GPUs; "
+        raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled "
+                         "image(s) apart, and BatchNorm in training needs 2 images per forward (the ASPP's image pooling) "
+                         "unless SyncBatchNorm pools several GPUs; "
                          "raise data.batch_size, or set method.student_forward=joint")
 
 # %% ../nbs/16_plan.ipynb #21627847
@@ -172,14 +185,14 @@ def make_loader(ds, batch: int, cfg: Config,
 
 # %% ../nbs/16_plan.ipynb #106dcb90
 class AcmSources:
-    "Adaptive CutMix's source images: drawn one step ahead (Eq. 7 + class table), optionally loaded in a background thread."
+    "Adaptive CutMix's source images: drawn one step ahead (Eq. 7 + class table), maybe loaded in a background thread."
     def __init__(self, unlabeled: Augmented, table: ClassTable, background: bool = True):
         self.unlabeled, self.table = unlabeled, table
         self.pool = ThreadPoolExecutor(1, thread_name_prefix='acm-sources') if background else None
         self.next, self.future = None, None         # the pending draw and its loading
 
     def draw(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
-        "n classes c ~ r (Eq. 7) with their probability, an unlabeled image holding each (class table), an augmentation seed per image."
+        "n classes c ~ r (Eq. 7), their probability, an unlabeled image holding each (class table), augmentation seeds."
         classes = sample_classes(r, n, g)
         return dict(classes=classes, prob=r[classes].float(), index=self.table.sample_images(classes, g),
                     seeds=torch.randint(0, 2**62, (n,), generator=g, device=g.device))
@@ -190,13 +203,13 @@ class AcmSources:
         return dict(b, classes=d['classes'], prob=d['prob'])
 
     def submit(self, d: dict):
-        self.next = d                                            # the thread gets CPU copies: it must not wait on the GPU stream
+        self.next = d                                   # the thread gets CPU copies: it must not wait on the GPU stream
         self.future = self.pool.submit(self.load, {k: v.cpu() for k, v in d.items()}) if self.pool else None
 
     def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
-        "This step's sources (a batch with `classes` and `prob`); the next step's draw, from `r` and the table as they are now, starts loading."
-        if self.next is None or len(self.next['classes']) != n:     # first step of a run, or a run started from one with
-            self.submit(self.draw(r, n, g))                         # another unlabeled batch (the pending draw does not fit)
+        "This step's sources (a batch with `classes`, `prob`); the next step's draw (`r`, table as now) starts loading."
+        if self.next is None or len(self.next['classes']) != n:   # first step of a run, or a run started from one
+            self.submit(self.draw(r, n, g))                       # with another batch (the pending draw does not fit)
         d, fut = self.next, self.future
         self.submit(self.draw(r, n, g))
         return fut.result() if fut is not None else self.load(d)
