@@ -12,11 +12,12 @@ from .plan import micro_batch
 __all__ = ['config_table', 'batch_arithmetic', 'activation_bytes', 'memory_estimate']
 
 # %% ../nbs/26_arithmetic.ipynb #68704c57
-def config_table(cfg, keys=('data.dataset', 'data.manifest', 'data.crop_size', 'data.batch_size', 'data.unlabeled_ratio',
-                            'model.backbone', 'model.output_stride', 'model.deep_stem', 'model.pretrained', 'model.sync_bn',
-                            'optim.lr', 'optim.head_lr_mult', 'optim.weight_decay', 'optim.iters', 'optim.accum_steps',
-                            'optim.amp', 'optim.sup_loss', 'optim.loss_per_rank', 'model.checkpointing', 'method.name', 'method.r_star',
-                            'method.acm_min_area', 'method.k', 'method.cp_exclude', 'method.student_forward', 'method.teacher_mode',
+def config_table(cfg, keys=('data.dataset', 'data.manifest', 'data.crop_size', 'data.batch_size',
+                            'data.unlabeled_ratio', 'model.backbone', 'model.output_stride', 'model.deep_stem',
+                            'model.pretrained', 'model.sync_bn', 'optim.lr', 'optim.head_lr_mult', 'optim.weight_decay',
+                            'optim.iters', 'optim.accum_steps', 'optim.amp', 'optim.sup_loss', 'optim.loss_per_rank',
+                            'model.checkpointing', 'method.name', 'method.r_star', 'method.acm_min_area', 'method.k',
+                            'method.cp_exclude', 'method.student_forward', 'method.teacher_mode',
                             'method.labeled_unsup', 'method.acm_targets',
                             'eval.protocol', 'run.out')) -> list[tuple[str, object]]:
     "(key, value) of the settings that decide a paper-scale run."
@@ -31,17 +32,18 @@ def batch_arithmetic(cfg,              # resolved `Config`
                      gpus: int,        # processes per node
                      nnodes: int = 1,  # nodes
                     ) -> dict:
-    "Per-GPU and global batch, the learning rates, and the authors' effective rate for `cfg` on `gpus x nnodes` processes."
-    world, accum = gpus * nnodes, cfg.optim.accum_steps
-    per_gpu = micro_batch(cfg, world)
-    return dict(world_size=world, accum_steps=accum, labeled_per_gpu=per_gpu, unlabeled_per_gpu=per_gpu * cfg.data.unlabeled_ratio,
-                global_labeled=per_gpu * world * accum, global_unlabeled=per_gpu * world * accum * cfg.data.unlabeled_ratio,
-                lr_backbone=cfg.optim.lr, lr_head=cfg.optim.lr * cfg.optim.head_lr_mult,
-                authors_effective_lr_backbone=cfg.optim.lr / world, authors_effective_lr_head=cfg.optim.lr * cfg.optim.head_lr_mult / world)
+    "Per-GPU and global batch, the learning rates, and the authors' effective rate on `gpus x nnodes` processes."
+    world, accum, ratio = gpus * nnodes, cfg.optim.accum_steps, cfg.data.unlabeled_ratio
+    per_gpu, lr, lr_head = micro_batch(cfg, world), cfg.optim.lr, cfg.optim.lr * cfg.optim.head_lr_mult
+    return dict(world_size=world, accum_steps=accum, labeled_per_gpu=per_gpu, unlabeled_per_gpu=per_gpu * ratio,
+                global_labeled=per_gpu * world * accum, global_unlabeled=per_gpu * world * accum * ratio,
+                lr_backbone=lr, lr_head=lr_head,
+                authors_effective_lr_backbone=lr / world, authors_effective_lr_head=lr_head / world)
 
 # %% ../nbs/26_arithmetic.ipynb #2515201a
 def activation_bytes(model, size=(65, 65), n: int = 2) -> int:
-    "Bytes autograd saves for backward in one training forward of `model` on `n` images of `size` (CPU, each storage once, weights excluded)."
+    "Bytes autograd saves for backward in one training forward of `model` on `n` images of `size` (CPU)."
+    # each storage counted once, weights and buffers excluded
     import torch
     weights = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
     seen = {}
@@ -55,14 +57,14 @@ def activation_bytes(model, size=(65, 65), n: int = 2) -> int:
     del out
     return sum(seen.values())
 
+# %% ../nbs/26_arithmetic.ipynb #e5b7146b
 def memory_estimate(cfg,                # resolved `Config`
                     gpus: int,          # processes per node
                     nnodes: int = 1,    # nodes
                     num_classes: int = 19,  # classes of the dataset (the classifier's size)
                     probe=(129, 129),   # image size of the CPU measurement
                    ) -> dict:
-    "Lower-bound GB per GPU for `cfg` (see the text): weights + grads + momentum + teacher, activations scaled from a CPU probe."
-    import torch
+    "Lower-bound GB per GPU (see the text): weights + grads + momentum + teacher, activations scaled from a CPU probe."
     from ael_nb.model import build_model
     b = batch_arithmetic(cfg, gpus, nnodes)
     mc = cfg.model
