@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno, json, os, shlex, shutil, signal, socket, threading, time
 from contextlib import contextmanager
 from pathlib import Path
+from fastcore.basics import patch
 import torch
 import torch.distributed as dist
 from .core import DataError, EXIT_REQUEUE, dist_ready, world_size, is_main, all_reduce_max
@@ -16,11 +17,11 @@ from .model import unwrap
 # %% auto #0
 __all__ = ['STOP_SIGNALS', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space', 'finite_values',
            'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals', 'resume_command',
-           'SaveSchedule', 'RunLock', 'partial_writes', 'claim_run_dir']
+           'SaveSchedule', 'partial_writes', 'RunLock', 'claim_run_dir']
 
 # %% ../nbs/21_faults.ipynb #1015658d
 class RunStopped(Exception):
-    "A run that ended before its schedule for a reason its user must see: a one-line message and an exit status (`exit_code`)."
+    "A run that ended early for a reason its user must see: a one-line message and an exit status (`exit_code`)."
     exit_code = 1
 
 class Diverged(RunStopped):
@@ -62,10 +63,12 @@ def nonfinite_tensors(model) -> list[str]:
     return [k for k, good in zip(sd, ok) if not good]
 
 def check_weights(models: dict, what: str):
-    "Raise `Diverged` naming `what` (e.g. 'step 7') and the tensors if a model in `models` (name -> module or None) is not finite."
+    "Raise `Diverged` naming `what` ('step 7') and the tensors if a model in `models` (name: module|None) is not finite."
     for name, m in models.items():
         bad = [] if m is None else nonfinite_tensors(m)
-        if bad: raise Diverged(f"{what}: the {name} holds non-finite weights ({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}); nothing was saved")
+        if bad:
+            names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
+            raise Diverged(f"{what}: the {name} holds non-finite weights ({names}); nothing was saved")
 
 # %% ../nbs/21_faults.ipynb #028f23ff
 def agree(*flags: bool, device='cpu') -> list[bool]:
@@ -90,6 +93,7 @@ class StopSignals:
         for s, h in self._old.items(): signal.signal(getattr(signal, s), h)
         self._old = {}
 
+# %% ../nbs/21_faults.ipynb #b293c305
 def ignore_stop_signals(worker_id: int = 0):
     "DataLoader `worker_init_fn`: the worker ignores the stop signals (the main process handles them)."
     for s in STOP_SIGNALS: signal.signal(getattr(signal, s), signal.SIG_IGN)
@@ -107,15 +111,21 @@ def resume_command(out, world: int = 1) -> str:
 # %% ../nbs/21_faults.ipynb #a3c42ecd
 class SaveSchedule:
     "When `latest.pth` is due: every `interval` steps (0: never) and `minutes` after the last write (0: never)."
-    def __init__(self, interval: int = 0, minutes: float = 0.0): self.interval, self.minutes, self.last = interval, minutes, time.time()
+    def __init__(self, interval: int = 0, minutes: float = 0.0):
+        self.interval, self.minutes, self.last = interval, minutes, time.time()
     def due(self, it: int) -> bool: return bool(self.interval) and it % self.interval == 0
     def late(self) -> bool: return bool(self.minutes) and time.time() - self.last >= 60 * self.minutes
     def saved(self): self.last = time.time()
 
 # %% ../nbs/21_faults.ipynb #9c7e3d82
 RUN_FILES = ('config.yaml', 'manifest.json', 'latest.pth', 'best.pth', 'metrics.jsonl', 'summary.json', 'per_class.csv',
-             'per_class.md', 'iou.png', 'conf_bank.png', 'tb', 'traces')   # what a run writes: run.overwrite removes these
+             'per_class.md', 'iou.png', 'conf_bank.png', 'tb', 'traces')   # what a run writes (run.overwrite: removed)
 
+def partial_writes(out) -> list[Path]:
+    "Hidden `.*.tmp` files in `out` and `out/traces`: atomic writes that a killed process never finished."
+    return sorted([*Path(out).glob('.*.tmp'), *Path(out).glob('traces/.*.tmp')])
+
+# %% ../nbs/21_faults.ipynb #d33a3be4
 def _alive(pid: int) -> bool:
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
@@ -125,52 +135,58 @@ def _alive(pid: int) -> bool:
 _HELD: set[str] = set()    # the locks this process holds
 
 class RunLock:
-    "`<out>/.lock` (host, process id) while a run owns `out`, refreshed every `beat_s` seconds; a dead owner's lock is taken over."
+    "`<out>/.lock` (host, process id) while a run owns `out`, refreshed every `beat_s` s; a dead owner's is taken over."
     STALE_S = 300          # a lock from another host not refreshed for this long belongs to a dead run
 
     def __init__(self, out, beat_s: float = 30):
-        self.path, self.beat_s, self.held, self.took_over, self._stop = Path(out) / '.lock', beat_s, False, None, threading.Event()
+        self.path, self.beat_s = Path(out) / '.lock', beat_s
+        self.held, self.took_over, self._stop = False, None, threading.Event()
 
     def _owner(self) -> dict|None:
         try: return json.loads(self.path.read_text())
         except (OSError, ValueError): return None      # vanished, or being written right now
 
     def _live(self, o: dict, age: float) -> bool:
-        if o.get('host') != socket.gethostname(): return age < self.STALE_S          # cannot see its process: its heartbeat
-        if o.get('pid') == os.getpid(): return str(self.path.resolve()) in _HELD     # same pid: a restarted container, or us
+        if o.get('host') != socket.gethostname(): return age < self.STALE_S      # cannot see its process: its heartbeat
+        if o.get('pid') == os.getpid(): return str(self.path.resolve()) in _HELD # same pid: a restarted container or us
         return _alive(o.get('pid', -1))
 
-    def acquire(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        me = dict(host=socket.gethostname(), pid=os.getpid())
-        for _ in range(3):
-            try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                o, age = self._owner(), time.time() - self.path.stat().st_mtime
-                if o is None and age < 10: time.sleep(0.5); continue
-                if o is not None and self._live(o, age):
-                    who = 'this process (a Run not closed: run.close())' if o == me else f"process {o.get('pid')} on {o.get('host')}"
-                    raise DataError(self.path.parent, f"in use by {who}; wait for it, or delete {self.path} if that run is dead")
-                self.took_over = o; self.path.unlink(missing_ok=True); continue
-            with os.fdopen(fd, 'w') as f: f.write(json.dumps(me))
-            self.held = True; _HELD.add(str(self.path.resolve()))
-            threading.Thread(target=self._beat, daemon=True, name='run-lock').start()
-            return self
-        raise DataError(self.path, 'cannot take the lock of the run folder')
+# %% ../nbs/21_faults.ipynb #f678d296
+@patch
+def acquire(self: RunLock) -> RunLock:
+    "Take the lock (a dead owner's is taken over) and start refreshing it; a live owner's raises `DataError`."
+    self.path.parent.mkdir(parents=True, exist_ok=True)
+    me = dict(host=socket.gethostname(), pid=os.getpid())
+    for _ in range(3):
+        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            o, age = self._owner(), time.time() - self.path.stat().st_mtime
+            if o is None and age < 10: time.sleep(0.5); continue
+            if o is not None and self._live(o, age):
+                who = ('this process (a Run not closed: run.close())' if o == me
+                       else f"process {o.get('pid')} on {o.get('host')}")
+                raise DataError(self.path.parent,
+                                f"in use by {who}; wait for it, or delete {self.path} if that run is dead")
+            self.took_over = o; self.path.unlink(missing_ok=True); continue
+        with os.fdopen(fd, 'w') as f: f.write(json.dumps(me))
+        self.held = True; _HELD.add(str(self.path.resolve()))
+        threading.Thread(target=self._beat, daemon=True, name='run-lock').start()
+        return self
+    raise DataError(self.path, 'cannot take the lock of the run folder')
 
-    def _beat(self):
-        while not self._stop.wait(self.beat_s):
-            try: os.utime(self.path)
-            except OSError: pass
+# %% ../nbs/21_faults.ipynb #45e37909
+@patch
+def _beat(self: RunLock):
+    while not self._stop.wait(self.beat_s):
+        try: os.utime(self.path)
+        except OSError: pass
 
-    def release(self):
-        if self.held:
-            self._stop.set(); _HELD.discard(str(self.path.resolve()))
-            self.path.unlink(missing_ok=True); self.held = False
-
-def partial_writes(out) -> list[Path]:
-    "Hidden `.*.tmp` files in `out` and `out/traces`: atomic writes that a killed process never finished."
-    return sorted([*Path(out).glob('.*.tmp'), *Path(out).glob('traces/.*.tmp')])
+@patch
+def release(self: RunLock):
+    "Stop refreshing and remove the lock file (if this lock holds it)."
+    if self.held:
+        self._stop.set(); _HELD.discard(str(self.path.resolve()))
+        self.path.unlink(missing_ok=True); self.held = False
 
 # %% ../nbs/21_faults.ipynb #c0baf90f
 def _claim(out: Path, resume: bool, overwrite: bool) -> RunLock:
@@ -181,7 +197,8 @@ def _claim(out: Path, resume: bool, overwrite: bool) -> RunLock:
         if held and not resume:
             if not overwrite:
                 raise DataError(out, f"holds another run ({', '.join(held[:4])}{', ...' if len(held) > 4 else ''}); "
-                                     "continue it with run.resume=true (--resume), replace it with run.overwrite=true, or choose another run.out")
+                                     "continue it with run.resume=true (--resume), replace it with run.overwrite=true, "
+                                     "or choose another run.out")
             for n in RUN_FILES:
                 p = out / n
                 if p.is_dir(): shutil.rmtree(p)
@@ -190,7 +207,7 @@ def _claim(out: Path, resume: bool, overwrite: bool) -> RunLock:
     return lock
 
 def claim_run_dir(out, resume: bool = False, overwrite: bool = False) -> RunLock|None:
-    "Rank 0 takes `out` for a run (`RunLock`, refusing another run's folder, removing partial writes); every rank raises its error."
+    "Rank 0 takes `out` (`RunLock`; refusing another run's folder, removing partial writes); all ranks raise its error."
     out, lock, err = Path(out), None, None
     if is_main():
         try: lock = _claim(out, resume, overwrite)
