@@ -39,7 +39,7 @@ class TrainState:
     sources: AcmSources|None = None     # ACM's source images (chosen one step ahead)
     it: int = 0                         # optimiser steps done
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
-    pending: torch.Tensor|None = None   # bank statistics [2,C] of the micro-batches of an accumulated step (`18_steps.update_bank`)
+    pending: torch.Tensor|None = None   # bank statistics [2,C] of an accumulated step's micro-batches (`18_steps.update_bank`)
     acc: dict = field(default_factory=dict)   # sums of the logged values since the last log line ('_n': steps summed)
 
 # %% ../nbs/17_state.ipynb #2d2a283c
@@ -52,14 +52,16 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
     mc, oc, me = cfg.model, cfg.optim, cfg.method
-    student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained, dropout=mc.dropout,
-                          checkpointing=mc.checkpointing).to(device)
+    student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained,
+                          dropout=mc.dropout, checkpointing=mc.checkpointing).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
     teacher = make_teacher(student) if me.name != 'supervised' else None
     if world_size() > 1:
         if mc.sync_bn and device.type == 'cuda': student = nn.SyncBatchNorm.convert_sync_batchnorm(student)
-        student = nn.parallel.DistributedDataParallel(student, device_ids=[device.index] if device.type == 'cuda' else None)
-    opt = torch.optim.SGD(param_groups(student, oc.lr, oc.head_lr_mult), lr=oc.lr, momentum=oc.momentum, weight_decay=oc.weight_decay)
+        device_ids = [device.index] if device.type == 'cuda' else None
+        student = nn.parallel.DistributedDataParallel(student, device_ids=device_ids)
+    opt = torch.optim.SGD(param_groups(student, oc.lr, oc.head_lr_mult), lr=oc.lr, momentum=oc.momentum,
+                          weight_decay=oc.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: lr_factor(it, oc.iters, oc.poly_power, oc.warmup_iters))
     scaler = torch.amp.GradScaler(device.type, enabled=oc.amp == 'fp16')
     bank = ConfidenceBank(data.info.num_classes, me.tau, me.indicator, me.bank_init, me.absent_as_zero, me.bank_reduction,
@@ -87,10 +89,12 @@ def checkpoint(S: TrainState) -> dict:
                 info=dict(name=S.info.name, class_names=list(S.info.class_names), palette=[tuple(c) for c in S.info.palette],
                           tail_classes=list(S.info.tail_classes), ignore_index=S.info.ignore_index))
 
+# %% ../nbs/17_state.ipynb #fabc3172
 def save_checkpoint(S: TrainState, path) -> Path:
     "Write `checkpoint(S)` atomically to `path` (single process; `Run.save` under DDP)."
     return atomic_save(checkpoint(S), path)
 
+# %% ../nbs/17_state.ipynb #557f2855
 def read_checkpoint(path, map_location='cpu') -> dict:
     "Load a training checkpoint; a missing or unreadable file raises `DataError`."
     path = Path(path)
@@ -100,6 +104,7 @@ def read_checkpoint(path, map_location='cpu') -> dict:
     if not isinstance(ck, dict) or 'student' not in ck: raise DataError(path, 'not an ael_nb training checkpoint (no "student" entry)')
     return ck
 
+# %% ../nbs/17_state.ipynb #d4b75673
 def load_checkpoint(S: TrainState, path) -> TrainState:
     "Restore `S` from a checkpoint file (the run continues at `S.it`); tensors go to where `S` keeps them."
     ck = read_checkpoint(path)                                   # on the CPU: RNG states must stay there
