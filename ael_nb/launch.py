@@ -7,13 +7,14 @@ follows a run while it trains."""
 # %% ../nbs/25_launch.ipynb #171dccd6
 from __future__ import annotations
 import argparse, json, os, shlex, subprocess, sys, time
+from dataclasses import dataclass
 from pathlib import Path
 from .core import EXIT_REQUEUE
 from .cli import train_parser, config_from_args
 
 # %% auto #0
-__all__ = ['train_argv', 'resolve', 'torchrun_argv', 'plan_runs', 'slurm_script', 'launch_parser', 'ael_launch', 'follow',
-           'describe']
+__all__ = ['train_argv', 'resolve', 'torchrun_argv', 'plan_runs', 'SlurmJob', 'slurm_script', 'launch_parser', 'ael_launch',
+           'follow', 'describe']
 
 # %% ../nbs/25_launch.ipynb #8abf9c73
 def train_argv(preset: str,                  # a preset of `ael_nb.config.PRESETS`
@@ -92,38 +93,48 @@ def _sh(a: str) -> str:
     "Shell-quote `a`, leaving `$VAR` references to be expanded (double quotes)."
     return f'"{a}"' if '$' in a and '"' not in a and '`' not in a else shlex.quote(a)
 
-def slurm_script(runs: list[dict],          # from `plan_runs`
-                 gpus: int = 8,             # GPUs per node
-                 nnodes: int = 1,           # nodes per run
-                 time_limit: str = '24:00:00',  # --time
-                 signal_secs: int = 600,    # USR1 this long before the time limit (checkpoint + exit)
-                 job_name: str = 'ael',
-                 partition: str | None = None, account: str | None = None,
-                 cpus_per_gpu: int = 4,     # --cpus-per-task = gpus x this (DataLoader workers)
-                 log_dir: str = 'runs/slurm',   # where SLURM writes each task's output
-                 port: int = 29500,         # c10d rendezvous port on the first node
-                ) -> str:
-    "A SLURM batch script: a job array with one task per run, requeued on preemption, resumed from `latest.pth`."
-    head = ['#!/bin/bash', f'#SBATCH --job-name={job_name}', f'#SBATCH --nodes={nnodes}', '#SBATCH --ntasks-per-node=1',
-            f'#SBATCH --gpus-per-node={gpus}', f'#SBATCH --cpus-per-task={gpus * cpus_per_gpu}', f'#SBATCH --time={time_limit}',
-            f'#SBATCH --signal=B:USR1@{signal_secs}', '#SBATCH --requeue', '#SBATCH --open-mode=append',
-            f'#SBATCH --output={log_dir}/%x_%A_%a.out', f'#SBATCH --array=0-{len(runs) - 1}']
-    head += [f'#SBATCH --partition={partition}'] * bool(partition) + [f'#SBATCH --account={account}'] * bool(account)
-    cases = []
-    for i, r in enumerate(runs):
-        argv = [a for a in r['argv'] if a != '--resume']   # decided when the task starts
-        cmd = torchrun_argv(argv, gpus, nnodes, '$MASTER_ADDR:$MASTER_PORT' if nnodes > 1 else None, rdzv_id='$SLURM_JOB_ID')
-        if nnodes > 1: cmd = ['srun', '--ntasks-per-node=1', '--kill-on-bad-exit=0'] + cmd
-        cases.append(f'  {i}) OUT={_sh(r["out"])}; set -- {" ".join(map(_sh, cmd))} ;;')
-    body = f"""
+@dataclass
+class SlurmJob:
+    "What each task of the job array asks SLURM for, and where its output goes."
+    gpus: int = 8                     # GPUs per node
+    nnodes: int = 1                   # nodes per run
+    time_limit: str = '24:00:00'      # --time
+    signal_secs: int = 600            # USR1 this long before the time limit (checkpoint + exit)
+    job_name: str = 'ael'
+    partition: str|None = None
+    account: str|None = None
+    cpus_per_gpu: int = 4             # --cpus-per-task = gpus x this (DataLoader workers)
+    log_dir: str = 'runs/slurm'       # where SLURM writes each task's output
+    port: int = 29500                 # c10d rendezvous port on the first node
+
+    def sbatch(self, n_runs: int) -> list[str]:
+        "The `#SBATCH` lines of a job array of `n_runs` tasks, requeued on preemption."
+        opts = [f'job-name={self.job_name}', f'nodes={self.nnodes}', 'ntasks-per-node=1', f'gpus-per-node={self.gpus}',
+                f'cpus-per-task={self.gpus * self.cpus_per_gpu}', f'time={self.time_limit}',
+                f'signal=B:USR1@{self.signal_secs}', 'requeue', 'open-mode=append',
+                f'output={self.log_dir}/%x_%A_%a.out', f'array=0-{n_runs - 1}']
+        opts += [f'partition={self.partition}'] * bool(self.partition) + [f'account={self.account}'] * bool(self.account)
+        return ['#SBATCH --' + o for o in opts]
+
+# %% ../nbs/25_launch.ipynb #c17e2419
+def _array_case(i: int, run: dict, job: SlurmJob) -> str:
+    "Task `i` of the array: the run's folder and its command (`--resume` is decided when the task starts)."
+    argv = [a for a in run['argv'] if a != '--resume']
+    endpoint = '$MASTER_ADDR:$MASTER_PORT' if job.nnodes > 1 else None
+    cmd = torchrun_argv(argv, job.gpus, job.nnodes, endpoint, rdzv_id='$SLURM_JOB_ID')
+    if job.nnodes > 1: cmd = ['srun', '--ntasks-per-node=1', '--kill-on-bad-exit=0'] + cmd
+    return f'  {i}) OUT={_sh(run["out"])}; set -- {" ".join(map(_sh, cmd))} ;;'
+
+# the shell of every task: pick the run, resume if it can, requeue it if it was stopped
+_TASK = """
 # written by ael-launch; one array task per run. Submit: sbatch <this file>
 set -u
 EXIT_REQUEUE={EXIT_REQUEUE}   # ael_nb.core.EXIT_REQUEUE: the run checkpointed and wants to be requeued
-mkdir -p {_sh(log_dir)}
+mkdir -p {log_dir}
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) MASTER_PORT={port}
 export OMP_NUM_THREADS=${{OMP_NUM_THREADS:-4}}
 case "${{SLURM_ARRAY_TASK_ID:-0}}" in
-{chr(10).join(cases)}
+{cases}
   *) echo "no run for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;
 esac
 RESUME=""; [ -f "$OUT/latest.pth" ] && RESUME=--resume   # a plain word: empty arrays break set -u in bash < 4.4
@@ -142,7 +153,15 @@ if [ "$rc" -eq "$EXIT_REQUEUE" ] || {{ [ "$SIGNALLED" -eq 1 ] && [ "$rc" -ne 0 ]
 fi
 exit "$rc"
 """
-    return '\n'.join(head) + '\n' + body
+
+def slurm_script(runs: list[dict],               # from `plan_runs`
+                 job: SlurmJob|None = None,      # nodes, GPUs, time limit (default `SlurmJob()`)
+                ) -> str:
+    "A SLURM batch script: a job array with one task per run, requeued on preemption, resumed from `latest.pth`."
+    job = job or SlurmJob()
+    cases = '\n'.join(_array_case(i, r, job) for i, r in enumerate(runs))
+    return '\n'.join(['#!/bin/bash'] + job.sbatch(len(runs))) + '\n' + _TASK.format(
+        EXIT_REQUEUE=EXIT_REQUEUE, log_dir=_sh(job.log_dir), port=job.port, cases=cases)
 
 # %% ../nbs/25_launch.ipynb #913b448e
 def launch_parser() -> argparse.ArgumentParser:
@@ -183,7 +202,8 @@ def ael_launch(argv=None) -> int:
     except (ValueError, KeyError, FileNotFoundError) as e:
         print(f"ael-launch: error: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr); return 2
     if a.slurm:
-        text = slurm_script(runs, a.gpus, a.nnodes, a.time, a.signal_secs, a.job_name, a.partition, a.account)
+        job = SlurmJob(a.gpus, a.nnodes, a.time, a.signal_secs, a.job_name, a.partition, a.account)
+        text = slurm_script(runs, job)
         if not a.dry_run:
             Path(a.slurm).parent.mkdir(parents=True, exist_ok=True); Path(a.slurm).write_text(text)
         print(text if a.dry_run else f"wrote {a.slurm} ({len(runs)} array tasks); submit with: sbatch {a.slurm}")

@@ -3,7 +3,7 @@ import json, os, shlex, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
 from ael_nb.core import EXIT_REQUEUE
-from ael_nb.launch import ael_launch, plan_runs, slurm_script, torchrun_argv
+from ael_nb.launch import SlurmJob, ael_launch, plan_runs, slurm_script, torchrun_argv
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -68,7 +68,7 @@ def _fake_bin(d: Path, torchrun_body: str):
 def _run_script(tmp_path, body, latest=False, signal_after=None):
     runs = plan_runs('cityscapes', None, out_root=str(tmp_path / 'runs'))
     if latest: Path(runs[0]['out']).mkdir(parents=True); (Path(runs[0]['out']) / 'latest.pth').write_bytes(b'x')
-    script = tmp_path / 'job.sh'; script.write_text(slurm_script(runs, gpus=2, log_dir=str(tmp_path / 'slurm')))
+    script = tmp_path / 'job.sh'; script.write_text(slurm_script(runs, SlurmJob(gpus=2, log_dir=str(tmp_path / "slurm"))))
     _fake_bin(tmp_path / 'bin', body)
     env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", FAKE_LOG=str(tmp_path), SLURM_JOB_ID='77',
                SLURM_ARRAY_TASK_ID='0', SLURM_JOB_NODELIST='node1')
