@@ -55,7 +55,7 @@ def section(trace: Trace|None, name: str):
     "`trace.section(name)`, or a no-op without a trace."
     return _NO_SECTION if trace is None else trace.section(name)
 
-# %% ../nbs/18_steps.ipynb #f52f266c
+# %% ../nbs/18_steps.ipynb #8a41acaf
 def forward_split(student, x_l: torch.Tensor, x_u: torch.Tensor|None = None,
                   separate: bool = False,  # two forwards (BN statistics per batch, the authors' code) instead of one
                  ) -> tuple[dict, dict|None]:
@@ -73,6 +73,7 @@ def supervised_loss(out_l: dict, y_l: torch.Tensor, cfg: Config) -> torch.Tensor
     if 'aux' in out_l: loss = loss + cfg.model.aux_weight * loss_fn(out_l['aux'].float())
     return loss
 
+# %% ../nbs/18_steps.ipynb #f1a88b51
 @torch.no_grad()
 def teacher_probs(teacher, x: torch.Tensor, valid: torch.Tensor|None = None,
                   train_mode: bool = False,  # predict in train mode (dropout, batch statistics: the authors' code)
@@ -90,6 +91,7 @@ def teacher_views(S: TrainState, **views) -> dict:
                       S.cfg.method.teacher_mode == 'train')
     return dict(zip(views, p.split([len(x) for x, _ in views.values()])))
 
+# %% ../nbs/18_steps.ipynb #8d1e1f46
 def pseudo_label(probs: torch.Tensor, threshold: float = 0.0) -> torch.Tensor:
     "Hard pseudo-label y^ = argmax p; 255 where max p < threshold or p is all zero (padding)."
     conf, y = probs.max(1)
@@ -114,6 +116,7 @@ def apply_pending_bank(S: TrainState) -> torch.Tensor:
     stats, S.pending = all_reduce_sum(S.pending), None
     return S.bank.update_stats(stats[0], stats[1])
 
+# %% ../nbs/18_steps.ipynb #ef46909f
 def supervised_step(S: TrainState, lb: dict, ub: dict|None, g: torch.Generator, trace: Trace|None = None):
     "Labeled data only: L = L_s (Eq. 1)."
     with section(trace, 'student forward'): out_l, _ = forward_split(S.student, lb['image'])
