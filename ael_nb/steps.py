@@ -68,7 +68,8 @@ def forward_split(student, x_l: torch.Tensor, x_u: torch.Tensor|None = None,
 def supervised_loss(out_l: dict, y_l: torch.Tensor, cfg: Config) -> torch.Tensor:
     "L_s (Eq. 1): CE or OHEM on the main head, plus `aux_weight` x the same on the auxiliary head."
     o = cfg.optim
-    loss_fn = (lambda z: ohem_ce(z, y_l, o.ohem_thresh, o.ohem_min_kept)) if o.sup_loss == 'ohem' else (lambda z: ce_loss(z, y_l))
+    if o.sup_loss == 'ohem': loss_fn = lambda z: ohem_ce(z, y_l, o.ohem_thresh, o.ohem_min_kept)
+    else: loss_fn = lambda z: ce_loss(z, y_l)
     loss = loss_fn(out_l['out'].float())
     if 'aux' in out_l: loss = loss + cfg.model.aux_weight * loss_fn(out_l['aux'].float())
     return loss
@@ -98,21 +99,22 @@ def pseudo_label(probs: torch.Tensor, threshold: float = 0.0) -> torch.Tensor:
     return torch.where((conf > 0) & (conf >= threshold), y, IGNORE_INDEX)
 
 def alpha_ramp(it: int, alpha: float, rampup: int = 0) -> float:
-    "alpha of Eq. 2 at step `it`: alpha x exp(-5 (1 - it/rampup)^2) during `rampup` steps (Laine & Aila, 2017), then alpha."
+    "alpha of Eq. 2 at step `it`: alpha x exp(-5 (1 - it/rampup)^2) for `rampup` steps (Laine & Aila 2017), then alpha."
     if it >= rampup: return alpha
     return alpha * math.exp(-5 * (1 - it / rampup) ** 2)
 
 # %% ../nbs/18_steps.ipynb #20612430
 def update_bank(S: TrainState, out_l: dict, y_l: torch.Tensor, trace: Trace|None = None):
-    "Eq. 3-6: the bank follows the student's softmax on the labeled batch; in an accumulated step the statistics wait in `S.pending`."
+    "Eq. 3-6: the bank follows the student's softmax on the labeled batch (an accumulated step's wait in `S.pending`)."
     p, before = out_l['out'].detach().float().softmax(1), S.bank.conf
     with section(trace, 'bank'):
         if S.pending is None: S.bank.update(p, y_l)
         else: S.pending += torch.stack(class_stats(p, y_l, S.bank.indicator, S.bank.reduction, S.bank.ignore_index))
-    if trace is not None: trace.record(bank_before=before, bank_after=S.bank.conf, y_l=y_l, pred_l=out_l['out'].argmax(1))
+    if trace is not None:
+        trace.record(bank_before=before, bank_after=S.bank.conf, y_l=y_l, pred_l=out_l['out'].argmax(1))
 
 def apply_pending_bank(S: TrainState) -> torch.Tensor:
-    "The one bank update (Eq. 6) of an accumulated optimiser step, from its micro-batches' statistics summed over ranks."
+    "The one bank update (Eq. 6) of an accumulated step, from its micro-batches' statistics summed over ranks."
     stats, S.pending = all_reduce_sum(S.pending), None
     return S.bank.update_stats(stats[0], stats[1])
 
@@ -129,25 +131,29 @@ def supervised_step(S: TrainState, lb: dict, ub: dict|None, g: torch.Generator, 
 def meanteacher_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "Mean Teacher: L = L_s + alpha * mean squared difference of student and teacher softmax on unlabeled views."
     with section(trace, 'teacher forward'): p_t = teacher_views(S, weak=(ub['image'], ub['valid']))['weak']
-    with section(trace, 'student forward'): out_l, out_u = forward_split(S.student, lb['image'], ub['image'], S.cfg.method.student_forward == 'separate')
+    m = S.cfg.method
+    with section(trace, 'student forward'):
+        out_l, out_u = forward_split(S.student, lb['image'], ub['image'], m.student_forward == 'separate')
     L_s = supervised_loss(out_l, lb['label'], S.cfg)
     L_u = ((out_u['out'].float().softmax(1) - p_t) ** 2).sum(1)[ub['valid']].mean()
     update_bank(S, out_l, lb['label'], trace)
     if trace is not None: trace.record(x_l=lb['image'], x_u=ub['image'], p_t=p_t, y_hat=pseudo_label(p_t))
-    return L_s + alpha_ramp(S.it, S.cfg.method.alpha, S.cfg.method.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach())
+    return L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach())
 
 # %% ../nbs/18_steps.ipynb #a0c953bb
 def cutmix_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "Basic framework: L = L_s + alpha L_u (Eq. 1-2), teacher pseudo-labels on CutMix'ed unlabeled views."
     m = S.cfg.method
-    with section(trace, 'teacher forward'): p_t = teacher_views(S, weak=(ub['image'], ub['valid']))['weak']   # teacher on weak views
-    with section(trace, 'CutMix'): x_u, p_u, cut = cutmix(ub['image'], p_t, generator=g, return_mask=True)   # strong views
+    with section(trace, 'teacher forward'): p_t = teacher_views(S, weak=(ub['image'], ub['valid']))['weak']
+    with section(trace, 'CutMix'): x_u, p_u, cut = cutmix(ub['image'], p_t, generator=g, return_mask=True)   # strong
     y_hat = pseudo_label(p_u, m.pl_threshold)
-    with section(trace, 'student forward'): out_l, out_u = forward_split(S.student, lb['image'], x_u, m.student_forward == 'separate')
+    with section(trace, 'student forward'):
+        out_l, out_u = forward_split(S.student, lb['image'], x_u, m.student_forward == 'separate')
     L_s = supervised_loss(out_l, lb['label'], S.cfg)                  # Eq. 1
     L_u = unsup_loss(out_u['out'].float(), y_hat, per_image=m.unsup_per_image)   # Eq. 2 (unlabeled term)
     update_bank(S, out_l, lb['label'], trace)
-    if trace is not None: trace.record(x_l=lb['image'], ub_image=ub['image'], p_t=p_t, x_u=x_u, p_u=p_u, cut_mask=cut, y_hat=y_hat)
+    if trace is not None:
+        trace.record(x_l=lb['image'], ub_image=ub['image'], p_t=p_t, x_u=x_u, p_u=p_u, cut_mask=cut, y_hat=y_hat)
     return L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach())
 
 # %% ../nbs/18_steps.ipynb #0c767efd
