@@ -95,8 +95,8 @@ class Run:
         self.cfg, self.data, self.S, self.device, self.stop, self.log, self.created_group, self.lock = cfg, data, S, device, stop, log, created_group, lock
         self.out, self.semi, self.step_fn = Path(cfg.run.out), cfg.method.name != 'supervised', STEPS[cfg.method.name]
         accum = cfg.optim.accum_steps
-        self.dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, S.it * accum, stop * accum, True))
-        self.dl_u = (iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, S.it * accum, stop * accum, False))
+        self.dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, S.it * accum, stop * accum, True, device))
+        self.dl_u = (iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, S.it * accum, stop * accum, False, device))
                      if self.semi else None)
         self.n_img, self.t0, self.t_start = 0, time.time(), time.time()
         self.cms, self.summaries = {}, {}
@@ -122,7 +122,7 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     if cfg.run.threads: torch.set_num_threads(cfg.run.threads)
     device = resolve_device(cfg.run.device)
     created = init_distributed(device.type)
-    if device.type == 'cuda': torch.cuda.set_device(device)
+    if device.type == 'cuda': torch.cuda.set_device(device); torch.backends.cudnn.benchmark = cfg.run.cudnn_benchmark
     asked, cfg = cfg, copy.deepcopy(cfg)                          # config.yaml keeps what was asked; the run uses what resolves
     cfg.optim.amp = resolve_amp(asked.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")

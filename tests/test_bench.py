@@ -54,3 +54,31 @@ def test_unknown_variant_is_an_error(tmp_path):
                         '--results', str(tmp_path / 'res'), '--dry-run'], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 2 and "['cutmix'] in none of ['camvid']" in r.stderr and "'cutmix ramp'" in r.stderr
     assert not (tmp_path / 'res').exists()
+
+def test_floor_plumbing(tmp_path):
+    "bench/floor.py at tiny size: steps of the three methods beside their floors, the data share, the files it writes (no timing asserted)."
+    cmd = [sys.executable, str(REPO / 'bench' / 'floor.py'), '--tiny', '--reps', '1', '--warmup', '1', '--threads', '1',
+           '--out', str(tmp_path), '--tag', 't']
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    res = json.loads((tmp_path / 'floor_t.json').read_text())
+    v = res['variants']
+    assert list(v) == ['supervised', 'cutmix', 'ael']
+    counts = {n: (x['floor_images']['student_images'], x['floor_images']['teacher_images']) for n, x in v.items()}
+    assert counts == {'supervised': (2, 0), 'cutmix': (4, 2), 'ael': (4, 4)}      # 2 + 2 images; AEL's teacher also labels ACM's 2 sources
+    for x in v.values():
+        assert x['step']['median_s'] > 0 and x['floor']['median_s'] > 0 and 0 <= x['data_share'] <= 1
+        assert abs(x['step_over_floor'] - x['step']['median_s'] / x['floor']['median_s']) < 1e-9
+        assert x['loader'] == dict(num_workers=0, pin_memory=False, prefetch_factor=None)   # 'auto' on the CPU
+    md = (tmp_path / 'floor_t.md').read_text()
+    assert all(f"| {n} |" in md for n in v) and 'step / floor' in md
+
+def test_floor_switches_plumbing(tmp_path):
+    "`--switches`: AEL under each named switch set, each against its own floor and the first variant's step."
+    cmd = [sys.executable, str(REPO / 'bench' / 'floor.py'), '--tiny', '--reps', '1', '--warmup', '1', '--threads', '1',
+           '--out', str(tmp_path), '--tag', 's', '--switches', 'fp32', 'fp32 + channels_last']
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    res = json.loads((tmp_path / 'floor_s.json').read_text())
+    assert list(res['variants']) == ['fp32', 'fp32 + channels_last'] and res['vs_first']['fp32'] == 1.0
+    assert [x['channels_last'] for x in res['variants'].values()] == [False, True]
