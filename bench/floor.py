@@ -63,6 +63,7 @@ def floor_fn(run, n_student_u: int, n_teacher: int):
     fmt = torch.channels_last if cfg.model.channels_last else torch.contiguous_format
     student = copy.deepcopy(unwrap(run.S.student)).train()
     teacher = copy.deepcopy(run.S.teacher if run.S.teacher is not None else student).eval()
+    if cfg.model.compile: student.compile(); teacher.compile()       # a deep copy drops the compilation
     n_l = micro_batch(cfg)
     lb = images(run.data.labeled, n_l, cfg, True)
     ub = images(run.data.unlabeled, max(n_student_u, n_teacher), cfg, False) if max(n_student_u, n_teacher) else None
@@ -125,6 +126,7 @@ def measure(runs: dict, reps: int, warmup: int) -> dict:
         out[name]['first_step_s'] = timed(s, dev); out[name]['first_floor_s'] = timed(f, dev)
         for _ in range(warmup - 1): s(); f()
     step_t, floor_t, data_t, traced_t = ({n: [] for n in runs} for _ in range(4))
+    sections = {n: {} for n in runs}
     for r in range(reps):
         for name, (s, f) in fns.items():
             dev = runs[name].device
@@ -132,13 +134,15 @@ def measure(runs: dict, reps: int, warmup: int) -> dict:
         for name, (s, f) in fns.items():
             tr = Trace(timed=True, device=runs[name].device)
             traced_t[name].append(timed(lambda: s(tr), runs[name].device)); data_t[name].append(tr.times.get('data', 0.0))
+            for k, v in tr.times.items(): sections[name][k] = sections[name].get(k, 0.0) + v
         print(f"round {r + 1}/{reps}: " + ', '.join(f"{n} {step_t[n][-1]:.3f}/{floor_t[n][-1]:.3f}" for n in runs), flush=True)
     for name in runs:
         st, fl = statistics.median(step_t[name]), statistics.median(floor_t[name])
         out[name].update(step=med(step_t[name]), floor=med(floor_t[name]), step_over_floor=st / fl, floor_over_step=fl / st,
                          step_over_floor_per_round=med([a / b for a, b in zip(step_t[name], floor_t[name])]),
                          data_share=sum(data_t[name]) / sum(traced_t[name]), data_s=statistics.median(data_t[name]),
-                         images_per_step=runs[name].n_img_per_step)
+                         images_per_step=runs[name].n_img_per_step,
+                         section_share={k: v / sum(traced_t[name]) for k, v in sorted(sections[name].items())})
     return out
 
 
@@ -177,6 +181,11 @@ def markdown(res: dict, cmd: str) -> str:
                  f"{x['first_step_s']:.2f} | {x['images_per_step'] / x['step']['median_s']:.1f} | "
                  f"{ld['num_workers']}, {ld['pin_memory']}, {ld['prefetch_factor']} | "
                  f"{x['floor_images']['student_images']}, {x['floor_images']['teacher_images']} |")
+    L += ['', "Share of the timed step per section of `ael_nb.steps` (one timed `Trace` per round; ACP's share is AEL's `ACP` row):", '',
+          '| section | ' + ' | '.join(res['variants']) + ' |', '|---|' + '---|' * len(res['variants'])]
+    names = sorted({k for x in res['variants'].values() for k in x['section_share']})
+    L += [f"| {k} | " + ' | '.join(f"{100 * x['section_share'][k]:.1f}%" if k in x['section_share'] else '' for x in res['variants'].values()) + ' |'
+          for k in names]
     if 'vs_first' in res:
         L += ['', 'Step of each variant / step of the first: ' + ', '.join(f"{k} {v:.2f}" for k, v in res['vs_first'].items())]
     return '\n'.join(L) + '\n'

@@ -82,3 +82,18 @@ def test_floor_switches_plumbing(tmp_path):
     res = json.loads((tmp_path / 'floor_s.json').read_text())
     assert list(res['variants']) == ['fp32', 'fp32 + channels_last'] and res['vs_first']['fp32'] == 1.0
     assert [x['channels_last'] for x in res['variants'].values()] == [False, True]
+
+def test_paper_scale_gpu_script_dry_mode(tmp_path):
+    "bench/paper_scale_gpu.sh --cpu: the GPU script's plumbing on the CPU at tiny size (its first part only), packed into one tarball."
+    import os, tarfile
+    env = dict(os.environ, AEL_PS_PARTS='floor')
+    r = subprocess.run(['bash', str(REPO / 'bench' / 'paper_scale_gpu.sh'), str(tmp_path), '--cpu'], capture_output=True, text=True,
+                       cwd=REPO, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    with tarfile.open(tmp_path / 'paper_scale_results.tgz') as t: names = set(t.getnames())
+    assert {'paper_scale.json', 'paper_scale.md', 'paper_scale_machine.txt', 'floor_cpu_dry_paper.json', 'floor_cpu_dry_small.json',
+            'floor_cpu_dry_small_w0.json'} <= names
+    res = json.loads((tmp_path / 'paper_scale.json').read_text())
+    assert res['floor']['paper']['setting']['crop'] == [64, 64] and res['floor']['paper']['setting']['backbone'] == 'resnet18'
+    assert res['floor']['small_no_workers']['variants']['ael']['loader']['num_workers'] == 0
+    assert '## Step vs floor: paper scale' in (tmp_path / 'paper_scale.md').read_text()
