@@ -35,7 +35,7 @@ class DataConfig:
     flip: bool = True                       # random horizontal flip
     batch_size: int = 16                    # labeled images per optimiser step, over all ranks and accumulation steps
     unlabeled_ratio: int = 1                # unlabeled images per labeled image
-    num_workers: int|Literal['auto'] = 'auto'  # DataLoader workers per loader (a rank has two); auto: by device (`ael_nb.plan.loader_settings`)
+    num_workers: int|Literal['auto'] = 'auto'  # DataLoader workers per loader (2 per rank); auto: by device
     pin_memory: bool|Literal['auto'] = 'auto'  # page-locked batches, copied to the GPU asynchronously; auto: on CUDA
     prefetch_factor: int|Literal['auto'] = 'auto'  # batches each worker loads ahead; auto: 4 on CUDA, else torch's 2
     acm_prefetch: bool = True               # load the next step's adaptive-CutMix sources in a background thread (same numbers)
@@ -56,7 +56,7 @@ class ModelConfig:
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
     checkpointing: bool = False             # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward per step)
     channels_last: bool = False             # NHWC memory format (oneDNN's bf16 convolutions on the CPU run faster; same numbers up to rounding)
-    compile: bool = False                   # torch.compile student and teacher (CPU: 36 s to compile, fwd+bwd 15% faster: no gain in an 800-step run)
+    compile: bool = False                   # torch.compile student and teacher (CPU: 1.18x, too late to pay)
 
 @dataclass
 class OptimConfig:
@@ -150,7 +150,7 @@ class RunConfig:
     on_nonfinite: Literal['stop', 'skip'] = 'stop'  # a NaN/inf loss: stop (raise `Diverged`, nothing saved) or skip that step's update
     max_skipped: int = 10                   # with on_nonfinite='skip': consecutive skipped steps before the run stops as diverged
     overwrite: bool = False                 # replace another run's results in `out` (else a non-empty `out` is refused unless `resume`)
-    cudnn_benchmark: bool = False           # CUDA: cuDNN times each convolution's algorithms on first use, keeps the fastest (same numbers up to rounding)
+    cudnn_benchmark: bool = False           # CUDA: cuDNN times each convolution's algorithms once, keeps the fastest
 
 # %% ../nbs/14_config.ipynb #22dd97e3
 @dataclass

@@ -129,14 +129,14 @@ TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32',
 def loader_settings(d,              # `cfg.data`: its num_workers, pin_memory, prefetch_factor ('auto' or a value)
                     device,         # the device the run trains on
                     cpus: int|None = None,         # cores this process may use (default: its CPU affinity)
-                    local_ranks: int|None = None,  # ranks sharing the machine (default: torchrun's LOCAL_WORLD_SIZE, else 1)
+                    local_ranks: int|None = None,  # ranks on this machine (default: torchrun's LOCAL_WORLD_SIZE, else 1)
                    ) -> dict:
-    "Workers, pinned memory and prefetch of each training loader: values as set; 'auto' by device (CUDA: workers from this rank's cores)."
+    "Workers, pinned memory and prefetch of a training loader: values as set, 'auto' by device (CUDA: by the rank's cores)."
     cuda = torch.device(device).type == 'cuda'
     if cpus is None: cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
     if local_ranks is None: local_ranks = int(os.environ.get('LOCAL_WORLD_SIZE', 1))
     share = max(cpus // max(local_ranks, 1), 1)
-    workers = min(max((share - 2) // 2, 1), 6) if cuda else 0   # two loaders; the main process and ACM's source thread keep two cores
+    workers = min(max((share - 2) // 2, 1), 6) if cuda else 0   # two loaders; the main process and ACM's thread keep 2 cores
     w = workers if d.num_workers == 'auto' else d.num_workers
     pin = cuda if d.pin_memory == 'auto' else d.pin_memory
     ahead = (4 if cuda else 2) if d.prefetch_factor == 'auto' else d.prefetch_factor

@@ -28,8 +28,9 @@ RESULTS = Path(__file__).resolve().parent / 'results'
 QUIET = ['run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'data.check=false', 'run.trace_interval=0',
          'eval.interval=0', 'optim.iters=100000']
 def _switches(amp, channels_last=False, cudnn_benchmark=False, compile=False) -> list[str]:
-    "Every speed switch pinned, so that a preset's own choice (the `cpu` preset's channels_last) cannot leak into a variant."
-    return [f'optim.amp={amp}', f'model.channels_last={channels_last}', f'run.cudnn_benchmark={cudnn_benchmark}', f'model.compile={compile}']
+    "Every speed switch pinned, so that a preset's own choice (the `cpu` preset's channels_last) cannot leak in."
+    return [f'optim.amp={amp}', f'model.channels_last={channels_last}', f'run.cudnn_benchmark={cudnn_benchmark}',
+            f'model.compile={compile}']
 
 SWITCHES = {'fp32': _switches('none'), 'fp32 + channels_last': _switches('none', True),
             'bf16': _switches('bf16'), 'bf16 + channels_last': _switches('bf16', True),
@@ -55,7 +56,7 @@ def images(ds, n: int, cfg, labeled: bool) -> dict:
 
 
 def floor_fn(run, n_student_u: int, n_teacher: int):
-    "The floor of `run`'s step: student fwd+bwd on its labeled + `n_student_u` unlabeled images, teacher fwd on `n_teacher`."
+    "`run`'s floor: student fwd+bwd on its labeled + `n_student_u` unlabeled images, teacher fwd on `n_teacher`."
     from ael_nb.model import unwrap
     from ael_nb.state import micro_batch
     from ael_nb.train import _autocast
@@ -67,9 +68,10 @@ def floor_fn(run, n_student_u: int, n_teacher: int):
     n_l = micro_batch(cfg)
     lb = images(run.data.labeled, n_l, cfg, True)
     ub = images(run.data.unlabeled, max(n_student_u, n_teacher), cfg, False) if max(n_student_u, n_teacher) else None
-    x_s = torch.cat([lb['image']] + ([ub['image'][:n_student_u]] if n_student_u else [])).to(dev).contiguous(memory_format=fmt)
+    x_s = torch.cat([lb['image']] + ([ub['image'][:n_student_u]] if n_student_u else []))
+    x_s = x_s.to(dev).contiguous(memory_format=fmt)
     x_t = ub['image'][:n_teacher].to(dev).contiguous(memory_format=fmt) if n_teacher else None
-    y = torch.cat([lb['label']] * (1 + -(-n_student_u // n_l)))[:len(x_s)].to(dev)   # labels of the labeled images, reused
+    y = torch.cat([lb['label']] * (1 + -(-n_student_u // n_l)))[:len(x_s)].to(dev)   # labeled images' labels, reused
     aux_w = cfg.model.aux_weight
 
     def fn():
@@ -133,12 +135,15 @@ def measure(runs: dict, reps: int, warmup: int) -> dict:
             step_t[name].append(timed(s, dev)); floor_t[name].append(timed(f, dev))
         for name, (s, f) in fns.items():
             tr = Trace(timed=True, device=runs[name].device)
-            traced_t[name].append(timed(lambda: s(tr), runs[name].device)); data_t[name].append(tr.times.get('data', 0.0))
+            traced_t[name].append(timed(lambda: s(tr), runs[name].device))
+            data_t[name].append(tr.times.get('data', 0.0))
             for k, v in tr.times.items(): sections[name][k] = sections[name].get(k, 0.0) + v
-        print(f"round {r + 1}/{reps}: " + ', '.join(f"{n} {step_t[n][-1]:.3f}/{floor_t[n][-1]:.3f}" for n in runs), flush=True)
+        print(f"round {r + 1}/{reps}: " + ', '.join(f"{n} {step_t[n][-1]:.3f}/{floor_t[n][-1]:.3f}" for n in runs),
+              flush=True)
     for name in runs:
         st, fl = statistics.median(step_t[name]), statistics.median(floor_t[name])
-        out[name].update(step=med(step_t[name]), floor=med(floor_t[name]), step_over_floor=st / fl, floor_over_step=fl / st,
+        out[name].update(step=med(step_t[name]), floor=med(floor_t[name]), step_over_floor=st / fl,
+                         floor_over_step=fl / st,
                          step_over_floor_per_round=med([a / b for a, b in zip(step_t[name], floor_t[name])]),
                          data_share=sum(data_t[name]) / sum(traced_t[name]), data_s=statistics.median(data_t[name]),
                          images_per_step=runs[name].n_img_per_step,
@@ -168,38 +173,42 @@ def markdown(res: dict, cmd: str) -> str:
     h, s = res['host'], res['setting']
     L = [f"# Step vs floor ({res['tag']}: {h['device']}; {res['when']})", '',
          f"`{cmd}`", '',
-         f"preset `{s['preset']}`, crop {s['crop']}, {s['batch_labeled']} labeled + {s['batch_unlabeled']} unlabeled images per step, "
-         f"{s['backbone']} OS{s['output_stride']}, torch {h['torch']}, {h['threads']} thread(s), load average before / after "
-         f"{h['load_before'][0]:.1f} / {h['load_after'][0]:.1f}; {s['reps']} interleaved rounds, median. Overrides: {' '.join(s['overrides']) or 'none'}.",
-         '', '| variant | step s | floor s | step / floor | floor / step | per-round step / floor (min-max) | data share | '
-         'first step s | img/s | loader (workers, pinned, prefetch) | floor images (student, teacher) |',
+         f"preset `{s['preset']}`, crop {s['crop']}, {s['batch_labeled']} labeled + {s['batch_unlabeled']} unlabeled "
+         f"images per step, {s['backbone']} OS{s['output_stride']}, torch {h['torch']}, {h['threads']} thread(s), "
+         f"load average before / after {h['load_before'][0]:.1f} / {h['load_after'][0]:.1f}; {s['reps']} interleaved "
+         f"rounds, median. Overrides: {' '.join(s['overrides']) or 'none'}.",
+         '', '| variant | step s | floor s | step / floor | floor / step | per-round step / floor (min-max) | '
+         'data share | first step s | img/s | loader (workers, pinned, prefetch) | floor images (student, teacher) |',
          '|---|---|---|---|---|---|---|---|---|---|---|']
     for n, x in res['variants'].items():
         q, ld = x['step_over_floor_per_round'], x['loader']
         L.append(f"| {n} | {x['step']['median_s']:.4f} | {x['floor']['median_s']:.4f} | {x['step_over_floor']:.2f} | "
-                 f"{x['floor_over_step']:.2f} | {q['median_s']:.2f} ({q['min_s']:.2f}-{q['max_s']:.2f}) | {100 * x['data_share']:.1f}% | "
+                 f"{x['floor_over_step']:.2f} | {q['median_s']:.2f} ({q['min_s']:.2f}-{q['max_s']:.2f}) | "
+                 f"{100 * x['data_share']:.1f}% | "
                  f"{x['first_step_s']:.2f} | {x['images_per_step'] / x['step']['median_s']:.1f} | "
                  f"{ld['num_workers']}, {ld['pin_memory']}, {ld['prefetch_factor']} | "
                  f"{x['floor_images']['student_images']}, {x['floor_images']['teacher_images']} |")
-    L += ['', "Share of the timed step per section of `ael_nb.steps` (one timed `Trace` per round; ACP's share is AEL's `ACP` row):", '',
+    L += ['', "Share of the timed step per section of `ael_nb.steps` (one timed `Trace` per round):",
+          '',
           '| section | ' + ' | '.join(res['variants']) + ' |', '|---|' + '---|' * len(res['variants'])]
     names = sorted({k for x in res['variants'].values() for k in x['section_share']})
-    L += [f"| {k} | " + ' | '.join(f"{100 * x['section_share'][k]:.1f}%" if k in x['section_share'] else '' for x in res['variants'].values()) + ' |'
-          for k in names]
+    share = lambda x, k: f"{100 * x['section_share'][k]:.1f}%" if k in x['section_share'] else ''
+    L += [f"| {k} | " + ' | '.join(share(x, k) for x in res['variants'].values()) + ' |' for k in names]
     if 'vs_first' in res:
-        L += ['', 'Step of each variant / step of the first: ' + ', '.join(f"{k} {v:.2f}" for k, v in res['vs_first'].items())]
+        L += ['', 'Step of each variant / the first: ' + ', '.join(f"{k} {v:.2f}" for k, v in res['vs_first'].items())]
     return '\n'.join(L) + '\n'
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--preset', default='cpu')
     ap.add_argument('--device', default='cpu')
     ap.add_argument('--set', nargs='*', default=[], help='config overrides for every run')
     ap.add_argument('--methods', nargs='+', default=['supervised', 'cutmix', 'ael'])
-    ap.add_argument('--switches', nargs='*', default=None, help=f'AEL under these speed switches (default: all of {list(SWITCHES)})')
+    ap.add_argument('--switches', nargs='*', default=None, help='AEL under these switch sets (none named: all)')
     ap.add_argument('--reps', type=int, default=5, help='interleaved rounds')
-    ap.add_argument('--warmup', type=int, default=2, help='untimed calls of each step and floor first (the first one is reported)')
+    ap.add_argument('--warmup', type=int, default=2, help='untimed calls of each step and floor (the first reported)')
     ap.add_argument('--threads', type=int, default=None, help='torch threads (default: as is)')
     ap.add_argument('--tiny', action='store_true', help="the kit's tiny setting (plumbing test)")
     ap.add_argument('--tag', default=None, help='results name: floor_<tag> (default: <device>_<preset>)')
@@ -223,7 +232,8 @@ def main(argv=None):
                          cpus=os.cpu_count(), load_before=load_before, load_after=os.getloadavg()),
                setting=dict(preset=a.preset, crop=list(c.data.crop_size), batch_labeled=c.data.batch_size,
                             batch_unlabeled=c.data.batch_size * c.data.unlabeled_ratio, backbone=c.model.backbone,
-                            output_stride=c.model.output_stride, reps=a.reps, overrides=(tiny_overrides() if a.tiny else []) + a.set),
+                            output_stride=c.model.output_stride, reps=a.reps,
+                            overrides=(tiny_overrides() if a.tiny else []) + a.set),
                variants=res_v)
     if a.switches is not None:
         ref = next(iter(res_v.values()))['step']['median_s']

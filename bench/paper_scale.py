@@ -108,6 +108,7 @@ def part_switches(a, R, log) -> dict:
     "AEL's step at paper scale under each speed switch, beside its floor (compile last: its first step is the compile time)."
     paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
     names = [n for n in a.switches if 'compile' not in n]
+    if not names: return dict(skipped='no switch set without compile in --switches')
     return floor_run(a, a.out, log, f'{a.dev_tag}_paper_switches', 'cityscapes', common(a) + paper, ['--switches', *names])
 
 
@@ -116,6 +117,7 @@ def part_compile(a, R, log) -> dict:
     paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
     names = [n.replace(' + compile', '') for n in a.switches if 'compile' in n]
     names = [m for n in names for m in (n, n + ' + compile')]
+    if not names: return dict(skipped='no compile switch set in --switches')
     return floor_run(a, a.out, log, f'{a.dev_tag}_paper_compile', 'cityscapes', common(a) + paper, ['--switches', *names])
 
 
@@ -173,7 +175,7 @@ def summary_of(run_dir) -> dict:
 
 
 def part_signals(a, R, log) -> dict:
-    "SIGTERM and SIGUSR1 to ael-train and to torchrun (expect 75), `--resume` of each to a common step, one uninterrupted reference."
+    "SIGTERM and SIGUSR1 to ael-train and to torchrun (expect 75), `--resume` of each to a common step, and a reference."
     from ael_nb.launch import torchrun_argv, train_argv
     from ael_nb.core import EXIT_REQUEUE
     ov = common(a) + ['optim.iters=100000', 'eval.interval=0', 'run.log_interval=5'] + (TINY if a.tiny else [])
@@ -195,8 +197,8 @@ def part_signals(a, R, log) -> dict:
                 cmd = direct(d, '--resume') + upto if who == 'ael-train' else torchrun_argv(
                     train_argv('cpu', out=str(d), resume=True, overrides=ov + upto), gpus=1)
                 s = dict(run_cmd(cmd, log, a.timeout)); sm = summary_of(d)
-                s.update(from_it=it, it=sm.get('it'), identical=sm.get('weights') is not None and sm.get('weights') == out['reference']['weights']
-                         and sm.get('teacher_weights') == out['reference']['teacher_weights'])
+                same = [sm.get(k) == out['reference'][k] for k in ('weights', 'teacher_weights')]
+                s.update(from_it=it, it=sm.get('it'), identical=sm.get('weights') is not None and all(same))
                 x['resume'] = s
             out['runs'][f'{who} {sig}'] = x
             print(f"signals {who} {sig}: {json.dumps({k: v for k, v in x.items() if k != 'cmd'}, default=str)}", flush=True)
@@ -222,19 +224,21 @@ def markdown(res: dict) -> str:
         x = res.get('floor', {}).get(key)
         if x is None: continue
         L += [f'## Step vs floor: {title}', '']
-        L += [floor_line(n, v) for n, v in x['variants'].items()] if 'variants' in x else [f"failed: rc {x.get('rc')}, {x.get('error') or x.get('skipped')}"]
+        L += [floor_line(n, v) for n, v in x['variants'].items()] if 'variants' in x else [failed(x)]
         L.append('')
     for key, title in (('switches', 'Speed switches at paper scale (AEL)'), ('compile', 'torch.compile at paper scale (AEL)')):
         if key not in res: continue
         x = res[key]; L += [f'## {title}', '']
         L += ([floor_line(n, v) + f", step / first variant's {x['vs_first'][n]:.2f}" for n, v in x['variants'].items()]
-              if 'variants' in x else [f"failed: rc {x.get('rc')}, {x.get('error') or x.get('skipped')}"])
+              if 'variants' in x else [failed(x)])
         L.append('')
     if 'signals' in res:
         x = res['signals']; ref = x.get('reference', {})
-        L += ['## Signals and resume', '', f"expected exit status {x['expected_rc']}; every run resumed to step {x['resume_to']}, "
-              f"compared with one uninterrupted run to that step (rc {ref.get('rc')}, step {ref.get('it')}, weights {ref.get('weights')})", '',
-              '| run | signal after step | exit status | s to exit | latest.pth step | resume rc | resumed to | weights identical |', '|---|---|---|---|---|---|---|---|']
+        L += ['## Signals and resume', '', f"expected exit status {x['expected_rc']}; every run resumed to step "
+              f"{x['resume_to']}, compared with one uninterrupted run to that step (rc {ref.get('rc')}, step {ref.get('it')}, "
+              f"weights {ref.get('weights')})", '',
+              '| run | signal after step | exit status | s to exit | latest.pth step | resume rc | resumed to | weights identical |',
+              '|---|---|---|---|---|---|---|---|']
         for k, y in x.get('runs', {}).items():
             r = y.get('resume', {})
             L.append(f"| {k} | {y.get('logged_before_signal', y.get('error'))} | {y.get('rc')} | {y.get('exit_s')} | {y.get('latest_it')} | "
@@ -242,15 +246,20 @@ def markdown(res: dict) -> str:
     return '\n'.join(L) + '\n'
 
 
+def failed(x: dict) -> str: return f"failed: rc {x.get('rc')}, {x.get('error') or x.get('skipped')}"
+
+
 def floor_line(name: str, v: dict) -> str:
-    "One bench/floor.py variant in words: step, floor, their ratio, the data share, ACP's share, img/s, first step, peak memory."
+    "One bench/floor.py variant in words: step, floor, their ratio, the data share, ACP's share, img/s, first step."
     acp = v.get('section_share', {}).get('ACP')
-    return (f"- {name}: step {v['step']['median_s']:.3f} s, floor {v['floor']['median_s']:.3f} s, floor / step {v['floor_over_step']:.2f}, "
+    return (f"- {name}: step {v['step']['median_s']:.3f} s, floor {v['floor']['median_s']:.3f} s, "
+            f"floor / step {v['floor_over_step']:.2f}, "
             f"data {100 * v['data_share']:.1f}% of the step" + ('' if acp is None else f", ACP {100 * acp:.1f}%") +
             f", {v['images_per_step'] / v['step']['median_s']:.1f} img/s, first step {v['first_step_s']:.1f} s, loader {v['loader']}")
 
 
-PARTS = dict(floor=part_floor, scale=part_scale, signals=part_signals, switches=part_switches, compile=part_compile, launch=part_launch)
+PARTS = dict(floor=part_floor, scale=part_scale, signals=part_signals, switches=part_switches, compile=part_compile,
+             launch=part_launch)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from floor import SWITCHES                 # bench/floor.py, beside this script
 
@@ -264,20 +273,23 @@ def main(argv=None):
     p.add_argument('--steps', type=int, default=int(env_default('STEPS', 20)), help='steps per scale variant')
     p.add_argument('--launch-steps', type=int, default=int(env_default('LAUNCH_STEPS', 40)))
     p.add_argument('--sig-step', type=int, default=int(env_default('SIG_STEP', 10)), help='signal after this logged step')
-    p.add_argument('--resume-to', type=int, default=int(env_default('RESUME_TO', 60)), help='resume every signalled run to this step')
-    p.add_argument('--signals', nargs='+', default=env_default('SIGNALS', 'SIGTERM SIGUSR1').split(), choices=['SIGTERM', 'SIGUSR1', 'SIGINT'])
+    p.add_argument('--resume-to', type=int, default=int(env_default('RESUME_TO', 60)), help='resume signalled runs to this step')
+    p.add_argument('--signals', nargs='+', default=env_default('SIGNALS', 'SIGTERM SIGUSR1').split(),
+                   choices=['SIGTERM', 'SIGUSR1', 'SIGINT'])
     p.add_argument('--reps', type=int, default=int(env_default('REPS', 5)), help='bench/floor.py rounds')
     p.add_argument('--switches', nargs='+', default=env_default('SWITCHES', '|'.join(SWITCHES)).split('|'), choices=list(SWITCHES),
                    help="bench/floor.py's switch sets (AEL_PS_SWITCHES: names joined by '|')")
     p.add_argument('--backbone', default=env_default('BACKBONE', 'resnet101'))
     p.add_argument('--os', type=int, default=int(env_default('OS', 8)))
     p.add_argument('--workers', default=env_default('WORKERS', 'auto'), help="DataLoader workers per loader of the scale part")
-    p.add_argument('--variants', nargs='+', default=env_default('VARIANTS', 'fp32 bf16 fp32+ckpt bf16+ckpt').split(), choices=list(VARIANTS))
+    p.add_argument('--variants', nargs='+', default=env_default('VARIANTS', 'fp32 bf16 fp32+ckpt bf16+ckpt').split(),
+                   choices=list(VARIANTS))
     p.add_argument('--parts', nargs='+', default=env_default('PARTS', ' '.join(PARTS)).split(), choices=list(PARTS))
     p.add_argument('--timeout', type=float, default=float(env_default('TIMEOUT', 150)), help='seconds per training run')
-    p.add_argument('--floor-timeout', type=float, default=float(env_default('FLOOR_TIMEOUT', 300)), help='seconds per bench/floor.py run')
+    p.add_argument('--floor-timeout', type=float, default=float(env_default('FLOOR_TIMEOUT', 300)),
+                   help='seconds per bench/floor.py run')
     p.add_argument('--budget', type=float, default=float(env_default('BUDGET', 540)),
-                   help='seconds for everything: parts not started by then are skipped, runs stopped (the device tool allows 600 per command)')
+                   help='seconds for everything: later parts are skipped, runs stopped (the device tool allows 600 a command)')
     p.add_argument('--tiny', action='store_true', default=env_default('TINY', '0') == '1', help='tiny scenes and ResNet-18 (plumbing test)')
     a = p.parse_args(argv)
     import tempfile, torch

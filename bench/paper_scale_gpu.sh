@@ -3,6 +3,9 @@
 # (step vs floor at paper and small scale with the data share; memory of fp32 / bf16 / activation checkpointing at 769x769;
 # SIGTERM and SIGUSR1 to ael-train and to torchrun -> exit 75 -> --resume identical; the speed switches; ael-launch).
 # Usage: bash bench/paper_scale_gpu.sh OUT [--cpu]
+#   on a GPU, everything takes ~12-15 min: within the device tool's 10 min per command, run it as two commands, e.g.
+#   AEL_PS_PARTS="floor scale signals switches" bash bench/paper_scale_gpu.sh $OUT/a, then
+#   AEL_PS_PARTS="compile launch" bash bench/paper_scale_gpu.sh $OUT/b (each stops starting parts after AEL_PS_BUDGET s, 540)
 #   results: OUT/paper_scale_results.tgz (paper_scale.{json,md}, floor_*.{json,md}, the logs, the machine's description)
 #   --cpu: a dry run of the same plumbing on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops).
 # Sizes and parts: AEL_PS_SIZE, AEL_PS_STEPS, AEL_PS_PARTS, AEL_PS_VARIANTS, AEL_PS_TIMEOUT, ... (bench/paper_scale.py --help).
@@ -14,7 +17,7 @@ OUT=$(realpath -m "${1:?usage: paper_scale_gpu.sh OUT [--cpu]}"); mkdir -p "$OUT
 if [ "${2:-}" = "--cpu" ]; then
   export AEL_PS_DEVICE=cpu AEL_PS_TINY=1 AEL_PS_SIZE=${AEL_PS_SIZE:-64} AEL_PS_STEPS=${AEL_PS_STEPS:-2} AEL_PS_LAUNCH_STEPS=2 \
          AEL_PS_BACKBONE=resnet18 AEL_PS_OS=16 AEL_PS_REPS=1 AEL_PS_SIG_STEP=2 AEL_PS_RESUME_TO=${AEL_PS_RESUME_TO:-30} \
-         AEL_PS_SWITCHES=${AEL_PS_SWITCHES:-fp32|bf16 + channels_last} OMP_NUM_THREADS=1
+         AEL_PS_SWITCHES=${AEL_PS_SWITCHES:-fp32|bf16 + channels_last} AEL_PS_BUDGET=${AEL_PS_BUDGET:-3600} OMP_NUM_THREADS=1
 elif [ -n "${2:-}" ]; then echo "paper_scale_gpu.sh: unknown option $2 (only --cpu)" >&2; exit 2
 fi
 REPO=$(cd "$(dirname "$0")/.." && pwd); cd "$REPO"

@@ -20,8 +20,8 @@ def test_run_stats_skips_the_warm_up_line(tmp_path):
     assert s == dict(steps=15, img_per_s=5.0, peak_mem_gb=[3.6], loss_last=1.2, miou={'teacher': 25.0})
     assert ps.run_stats(tmp_path / 'missing')['img_per_s'] is None          # a failed run reports nothing, not an error
 
-FLOOR = dict(step=dict(median_s=0.5), floor=dict(median_s=0.45), floor_over_step=0.9, data_share=0.02, section_share={'ACP': 0.015},
-             images_per_step=4, first_step_s=3.0, loader=dict(num_workers=6, pin_memory=True, prefetch_factor=4))
+FLOOR = dict(step=dict(median_s=0.5), floor=dict(median_s=0.45), floor_over_step=0.9, data_share=0.02,
+             section_share={'ACP': 0.015}, images_per_step=4, first_step_s=3.0, loader=dict(num_workers=6, pin_memory=True, prefetch_factor=4))
 
 def test_markdown_report(tmp_path):
     fake_run(tmp_path / 'r')
