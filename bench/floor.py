@@ -58,7 +58,7 @@ def images(ds, n: int, cfg, labeled: bool) -> dict:
 def floor_fn(run, n_student_u: int, n_teacher: int):
     "`run`'s floor: student fwd+bwd on its labeled + `n_student_u` unlabeled images, teacher fwd on `n_teacher`."
     from ael_nb.model import unwrap
-    from ael_nb.state import micro_batch
+    from ael_nb.plan import micro_batch
     from ael_nb.train import _autocast
     cfg, dev = run.cfg, run.device
     fmt = torch.channels_last if cfg.model.channels_last else torch.contiguous_format
@@ -88,7 +88,7 @@ def floor_fn(run, n_student_u: int, n_teacher: int):
 
 def floor_counts(run) -> tuple[int, int]:
     "(unlabeled images in the student's forward, images the teacher labels) of `run`'s method."
-    from ael_nb.state import unlabeled_micro_batch
+    from ael_nb.plan import unlabeled_micro_batch
     m = run.cfg.method
     if m.name == 'supervised': return 0, 0
     n_u = unlabeled_micro_batch(run.cfg)
@@ -155,7 +155,7 @@ def setup_runs(a, variants: dict) -> dict:
     "One run per variant (name -> overrides), each in its own temporary folder, same initialisation (`run.seed`)."
     from ael_nb.config import get_config
     from ael_nb.train import setup
-    from ael_nb.state import micro_batch, unlabeled_micro_batch
+    from ael_nb.plan import micro_batch, unlabeled_micro_batch
     tmp = Path(tempfile.mkdtemp(prefix='ael_floor_'))
     runs = {}
     for i, (name, ov) in enumerate(variants.items()):
@@ -215,8 +215,7 @@ def main(argv=None):
     ap.add_argument('--out', default=str(RESULTS))
     a = ap.parse_args(argv)
     cmd = 'python bench/floor.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
-    from ael_nb.train import device_name
-    from ael_nb.state import resolve_device
+    from ael_nb.core import device_name, resolve_device
     tag = a.tag or f"{resolve_device(a.device).type}_{a.preset}" + ('_switches' if a.switches is not None else '')
     variants = ({n: ['method.name=ael'] + SWITCHES[n] for n in (a.switches or SWITCHES)} if a.switches is not None
                 else {m: [f'method.name={m}'] for m in a.methods})

@@ -7,6 +7,7 @@
 #   AEL_PS_PARTS="floor scale signals switches" bash bench/paper_scale_gpu.sh $OUT/a, then
 #   AEL_PS_PARTS="compile launch" bash bench/paper_scale_gpu.sh $OUT/b (each stops starting parts after AEL_PS_BUDGET s, 540)
 #   results: OUT/paper_scale_results.tgz (paper_scale.{json,md}, floor_*.{json,md}, the logs, the machine's description)
+#   bring paper_scale.json back as bench/results/paper_scale_<gpu>.json (nbs/26_arithmetic reads it), floor_* to bench/results
 #   --cpu: a dry run of the same plumbing on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops).
 # Sizes and parts: AEL_PS_SIZE, AEL_PS_STEPS, AEL_PS_PARTS, AEL_PS_VARIANTS, AEL_PS_TIMEOUT, ... (bench/paper_scale.py --help).
 # Runs from this checkout without installing it: PYTHONPATH and small console-script wrappers; fastcore, the one
