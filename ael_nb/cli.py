@@ -123,7 +123,8 @@ def _train(a):
 
 # %% ../nbs/23_cli.ipynb #64a056f0
 SETTING_IGNORED = ('method.', 'run.', 'eval.interval', 'eval.models', 'eval.select', 'eval.num_workers', 'data.check',
-                   'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last')
+                   'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last',
+                   'model.compile', 'data.pin_memory', 'data.prefetch_factor')
 
 def setting_of(config: dict) -> dict:
     "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."

@@ -56,6 +56,9 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
                           dropout=mc.dropout, checkpointing=mc.checkpointing).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
     teacher = make_teacher(student) if me.name != 'supervised' else None
+    if mc.compile:                                  # in place: parameter names and checkpoints stay the same
+        student.compile()
+        if teacher is not None: teacher.compile()
     if world_size() > 1:
         if mc.sync_bn and device.type == 'cuda': student = nn.SyncBatchNorm.convert_sync_batchnorm(student)
         device_ids = [device.index] if device.type == 'cuda' else None

@@ -60,9 +60,10 @@ def _loaders(self: Run):
     "The labeled and (semi-supervised methods) unlabeled batches, from the state's step to the run's last."
     cfg, accum = self.cfg, self.cfg.optim.accum_steps
     first, last = self.S.it * accum, self.stop * accum                 # in micro-batches
-    labeled = iter(make_loader(self.data.labeled, micro_batch(cfg), cfg, 0, first, last, True))
+    labeled = iter(make_loader(self.data.labeled, micro_batch(cfg), cfg, 0, first, last, True, self.device))
     if not self.semi: return labeled, None
-    return labeled, iter(make_loader(self.data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False))
+    return labeled, iter(make_loader(self.data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False,
+                                     self.device))
 
 @patch
 def close(self: Run):
@@ -80,7 +81,7 @@ def setup(cfg: Config,
     if cfg.run.threads: torch.set_num_threads(cfg.run.threads)
     device = resolve_device(cfg.run.device)
     owns_group = init_distributed(device.type)
-    if device.type == 'cuda': torch.cuda.set_device(device)
+    if device.type == 'cuda': torch.cuda.set_device(device); torch.backends.cudnn.benchmark = cfg.run.cudnn_benchmark
     as_given, cfg = cfg, copy.deepcopy(cfg)              # config.yaml keeps what was asked; the run uses what resolves
     cfg.optim.amp = resolve_amp(as_given.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda':
