@@ -169,22 +169,22 @@ def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 
     pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'   # SyncBatchNorm: statistics of all ranks
     if m.student_forward == 'separate' and m.name != 'supervised' and min(b_l, b_u) < 2 and not pooled:
         raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled "
-                         "image(s) apart, and BatchNorm in training needs 2 images per forward (the ASPP's image pooling) "
-                         "unless SyncBatchNorm pools several GPUs; "
+                         "image(s) apart, and BatchNorm in training needs 2 images per forward (the ASPP's image "
+                         "pooling) unless SyncBatchNorm pools several GPUs; "
                          "raise data.batch_size, or set method.student_forward=joint")
 
 # %% ../nbs/16_plan.ipynb #cca9daba
 def loader_settings(d,              # `cfg.data`: its num_workers, pin_memory, prefetch_factor ('auto' or a value)
                     device,         # the device the run trains on
                     cpus: int|None = None,         # cores this process may use (default: its CPU affinity)
-                    local_ranks: int|None = None,  # ranks on this machine (default: torchrun's LOCAL_WORLD_SIZE, else 1)
+                    local_ranks: int|None = None,  # ranks on this machine (default: torchrun's LOCAL_WORLD_SIZE or 1)
                    ) -> dict:
-    "Workers, pinned memory and prefetch of a training loader: values as set, 'auto' by device (CUDA: by the rank's cores)."
+    "Workers, pinned memory and prefetch of a training loader: as set, or 'auto' by device (CUDA: by the rank's cores)."
     cuda = torch.device(device).type == 'cuda'
     if cpus is None: cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
     if local_ranks is None: local_ranks = int(os.environ.get('LOCAL_WORLD_SIZE', 1))
     share = max(cpus // max(local_ranks, 1), 1)
-    workers = min(max((share - 2) // 2, 1), 6) if cuda else 0   # two loaders; the main process and ACM's thread keep 2 cores
+    workers = min(max((share - 2) // 2, 1), 6) if cuda else 0   # two loaders; 2 cores: the main process, ACM's thread
     w = workers if d.num_workers == 'auto' else d.num_workers
     pin = cuda if d.pin_memory == 'auto' else d.pin_memory
     ahead = (4 if cuda else 2) if d.prefetch_factor == 'auto' else d.prefetch_factor
