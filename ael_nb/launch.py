@@ -165,6 +165,7 @@ def slurm_script(runs: list[dict],               # from `plan_runs`
 
 # %% ../nbs/25_launch.ipynb #913b448e
 def launch_parser() -> argparse.ArgumentParser:
+    "The options of `ael-launch` (and `ael-launch --help`)."
     p = argparse.ArgumentParser(prog='ael-launch', formatter_class=argparse.RawDescriptionHelpFormatter,
         description='Run (or write a SLURM script for) ael-train under torchrun: presets x folds x seeds, one node or several.',
         epilog='examples:\n'
@@ -192,6 +193,7 @@ def launch_parser() -> argparse.ArgumentParser:
     s.add_argument('--partition'); s.add_argument('--account'); s.add_argument('--job-name', default='ael')
     return p
 
+# %% ../nbs/25_launch.ipynb #40c045fb
 def ael_launch(argv=None) -> int:
     "Console script `ael-launch`; returns the exit status (a failed run's own status)."
     a = launch_parser().parse_args(argv)
