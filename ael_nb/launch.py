@@ -125,6 +125,7 @@ def _array_case(i: int, run: dict, job: SlurmJob) -> str:
     if job.nnodes > 1: cmd = ['srun', '--ntasks-per-node=1', '--kill-on-bad-exit=0'] + cmd
     return f'  {i}) OUT={_sh(run["out"])}; set -- {" ".join(map(_sh, cmd))} ;;'
 
+# %% ../nbs/25_launch.ipynb #c484adde
 # the shell of every task: pick the run, resume if it can, requeue it if it was stopped
 _TASK = """
 # written by ael-launch; one array task per run. Submit: sbatch <this file>
@@ -154,6 +155,7 @@ fi
 exit "$rc"
 """
 
+# %% ../nbs/25_launch.ipynb #6566acef
 def slurm_script(runs: list[dict],               # from `plan_runs`
                  job: SlurmJob|None = None,      # nodes, GPUs, time limit (default `SlurmJob()`)
                 ) -> str:
