@@ -185,7 +185,7 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
     h = 4.3 * n + 3.0
     fig = Figure(figsize=(10.4, h), dpi=DPI)
     gs = fig.add_gridspec(2 * n + 1, 4, height_ratios=[1] * (2 * n) + [1.05], hspace=0.45, wspace=0.12,
-                          left=0.05, right=0.98, top=1 - 0.55 / h, bottom=0.85 / h)
+                          left=0.05, right=0.98, top=1 - 0.95 / h, bottom=0.85 / h)
     def off(ax, what): ax.text(0.5, 0.5, f'{what}:\nnot in this trace', ha='center', va='center', fontsize=9, transform=ax.transAxes)
     title = lambda ax, s, **kw: ax.set_title(s, fontsize=9, **kw)
     for i in range(n):
@@ -231,7 +231,7 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
         if cls is not None:
             if y_hat is not None: lines.append(f"{names[cls]}: {int((y_hat == cls).sum())} pseudo-labeled px,\n"
                                                f"{int(((y_hat == cls) & keep).sum()) if keep is not None else '-'} kept")
-        ax[7].axis('off'); ax[7].text(0, 0.95, f"image #{i + 1}\n" + '\n'.join(lines), va='top', fontsize=9, transform=ax[7].transAxes)
+        ax[7].axis('off'); ax[7].text(0.14, 0.95, f"image #{i + 1}\n" + '\n'.join(lines), va='top', fontsize=9, transform=ax[7].transAxes)
         if cls is not None:                                              # the picked class, everywhere
             for a in ax[:2]: _outline(a, y_l == cls, 'cyan', 1.5)
             if y_hat is not None:
@@ -278,10 +278,11 @@ def plot_bank_iou(records: list[dict], info: DatasetInfo,
     if not evals: b.text(0.5, 0.5, f'no evaluation of the {model} yet', ha='center', va='center', fontsize=9, transform=b.transAxes)
     for ax in (a, z, b):
         if start is not None: ax.axvline(start, color='grey', lw=1, ls=':')
-        ax.set_xlabel('step', fontsize=9); ax.tick_params(labelsize=8)
+        ax.set_xlabel('step' + (' (dotted: stepping by hand began)' if start is not None and ax is z else ''), fontsize=9)
+        ax.tick_params(labelsize=8)
     a.set_ylabel('Conf (Eq. 6)', fontsize=9); a.set_title('confidence bank per class', fontsize=10)
-    z.set_title(f'the same, last {window} steps' + (' (dotted: stepping by hand began)' if start is not None else ''), fontsize=9)
-    b.set_ylabel('IoU (%)', fontsize=9); b.set_title(f'per-class IoU of the {model} (validation)', fontsize=10)
+    z.set_title(f'the bank, last {window} steps', fontsize=10)
+    b.set_ylabel('IoU (%)', fontsize=9); b.set_title(f'IoU of the {model} per class', fontsize=10)
     if conf: fig.legend(*a.get_legend_handles_labels(), loc='center right', fontsize=8, frameon=False)
     return fig
 
