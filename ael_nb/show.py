@@ -88,7 +88,8 @@ def open_run(run_dir,                # a run directory written by `ael-train` (c
     out = tempfile.mkdtemp(prefix='ael_nb_step_through_')
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message='resuming .* with a changed configuration')
-        return StepThrough(get_config(config=run_dir / 'config.yaml', overrides=list(overrides) + extra + [f'run.out={out}']),
+        own = [f'run.out={out}', 'run.resume=false', 'run.overwrite=false']   # a resumed run's config.yaml says resume
+        return StepThrough(get_config(config=run_dir / 'config.yaml', overrides=list(overrides) + extra + own),
                            init=run_dir / 'latest.pth', eval_every=eval_every)
 
 # %% ../nbs/22_step_through.ipynb #07b40022
