@@ -214,12 +214,13 @@ def click_and_check(driver, port, token, name, label, times, watch, timeout) -> 
     for i in range(1, times + 1):
         before = snapshot(driver, watch)
         if not before: raise CheckFailed(f"nothing matches {watch} to watch")
+        t0 = time.time()
         b.click()
         try: wait_for(f"click {i} of {label!r} to change {watch}", lambda: (snapshot(driver, watch) != before) and kernel_idle(port, token, name), timeout)
         except CheckFailed as e: raise CheckFailed(f"{e}; the click raised: {raised(driver)}" if raised(driver) else str(e)) from None
         after = snapshot(driver, watch)
         sizes.append((sum(x != y for x, y in zip(before, after)) + abs(len(after) - len(before)), len(after)))
-        print(f"click {i}: {sizes[-1][0]} of {sizes[-1][1]} watched elements changed", flush=True)
+        print(f"click {i}: {sizes[-1][0]} of {sizes[-1][1]} watched elements changed, {time.time() - t0:.1f} s after the click", flush=True)
     return sizes
 
 
