@@ -19,11 +19,11 @@ from .runlog import compact_trace, read_metrics, read_traces, evaluate_models
 from .train import setup
 
 # %% auto #0
-__all__ = ['DPI', 'pixel_counts', 'StepThrough', 'open_run', 'class_readout', 'readout_html', 'rising_class', 'png', 'show_step',
+__all__ = ['DPI', 'class_counts', 'StepThrough', 'open_run', 'class_readout', 'readout_html', 'rising_class', 'png', 'show_step',
            'plot_bank_iou', 'StepThroughUI']
 
 # %% ../nbs/22_step_through.ipynb #7b44cb05
-def pixel_counts(tr: Trace|dict,  # a (compact) trace, or a dict with the same keys
+def class_counts(tr: Trace|dict,  # a (compact) trace, or a dict with the same keys
                  num_classes: int,
                 ) -> dict:        # per-class counts over the images the trace holds
     "Pixels of each class in the AES class map (pseudo-labeled) and how many AES kept; images ACP pasted it onto, ACM drew for it."
@@ -53,7 +53,7 @@ class StepThrough:
     @property
     def it(self) -> int: return self.run.it
     def __repr__(self): return f"StepThrough({self.run}, {len(self.traces)} traces)"
-    def _keep(self, t: dict) -> dict: return dict(t, counts=pixel_counts(t, self.info.num_classes))
+    def _keep(self, t: dict) -> dict: return dict(t, counts=class_counts(t, self.info.num_classes))
 
     def step(self, k: int = 1) -> dict:
         "Advance training `k` optimiser steps; returns the last step's compact trace."
