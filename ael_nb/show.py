@@ -88,7 +88,7 @@ def open_run(run_dir,                # a run directory written by `ael-train` (c
     out = tempfile.mkdtemp(prefix='ael_nb_step_through_')
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message='resuming .* with a changed configuration')
-        own = [f'run.out={out}', 'run.resume=false', 'run.overwrite=false']   # a resumed run's config.yaml says resume
+        own = [f'run.out={out}', 'run.resume=false', 'run.overwrite=false', 'run.stop_at=null']   # as the run's own launch had them
         return StepThrough(get_config(config=run_dir / 'config.yaml', overrides=list(overrides) + extra + own),
                            init=run_dir / 'latest.pth', eval_every=eval_every)
 
