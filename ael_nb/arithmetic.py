@@ -59,7 +59,7 @@ def activation_bytes(model, size=(65, 65), n: int = 2) -> int:
     del out
     return sum(seen.values())
 
-# %% ../nbs/26_arithmetic.ipynb #e5b7146b
+# %% ../nbs/26_arithmetic.ipynb #359a0141
 def memory_estimate(cfg,                # resolved `Config`
                     gpus: int,          # processes per node
                     nnodes: int = 1,    # nodes

@@ -20,7 +20,7 @@ from .config import Config, save_config
 from .teacher import ema_update
 from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch,
                          check_micro_batches)
-from .state import TrainState, build_state, checkpoint, load_checkpoint, weights_digest
+from .state import TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest
 from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
@@ -264,7 +264,7 @@ def evaluate(self: Run) -> dict:
     if self.summaries[name]['miou'] > S.best['miou']:
         S.best = dict(it=S.it, miou=self.summaries[name]['miou'], tail_miou=self.summaries[name]['tail_miou'],
                       model=name)
-        self._write('best.pth')
+        self._write('best.pth', models_only)                      # evaluation and fine-tuning read it, never a resume
     self.save()
     self.t0 += time.time() - te                                     # throughput counts training time only
     return self.summaries
@@ -273,10 +273,12 @@ def evaluate(self: Run) -> dict:
 def _check_weights(self: Run): check_weights(dict(student=self.S.student, teacher=self.S.teacher), f"step {self.it}")
 
 @patch
-def _write(self: Run, name: str):
+def _write(self: Run, name: str,
+           keep=None):   # what of the checkpoint to write (`models_only`); default all
     "Write the checkpoint `<out>/<name>` atomically if the weights are finite; a full disk raises `NoSpace`."
     self._check_weights()
     ck = checkpoint(self.S)                                         # gathers every rank's own state
+    if keep is not None: ck = keep(ck)
     if is_main():
         with disk_space(self.out / name): atomic_save(ck, self.out / name)
 
