@@ -63,7 +63,7 @@ def nonfinite_tensors(model) -> list[str]:
     return [k for k, good in zip(sd, ok) if not good]
 
 def check_weights(models: dict, what: str):
-    "Raise `Diverged` naming `what` ('step 7') and the tensors if a model in `models` (name: module|None) is not finite."
+    "Raise `Diverged` naming `what` ('step 7') and the tensors if a model in `models` (name: module|None) isn't finite."
     for name, m in models.items():
         bad = [] if m is None else nonfinite_tensors(m)
         if bad:
