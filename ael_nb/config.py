@@ -113,6 +113,13 @@ class MethodConfig:
     student_forward: Literal['joint', 'separate'] = 'joint'  # one student forward on labeled + unlabeled images, or two (authors: BN statistics per batch)
     teacher_mode: Literal['eval', 'train'] = 'eval'  # the teacher predicts in eval mode, or in train mode (authors: dropout on, batch statistics)
     labeled_unsup: bool = False             # also apply the DR + AES weighted unsupervised loss to the labeled images against teacher pseudo-labels (authors)
+    aes_bank: Literal['before', 'after'] = 'before'  # AES reads Conf as of the step's start, like ACP and ACM, or after this step's update (authors)
+    aes_draw: Literal['pixel', 'class'] = 'pixel'     # AES keep draw: a uniform per pixel (Eq. 9), or one map per class shared by the batch (authors)
+    unsup_denominator: Literal['labeled', 'all'] = 'labeled'  # Eq. 11's weights summed over pseudo-labeled pixels, or over all (authors)
+    table_rule: Literal['share', 'authors'] = 'share'  # ACM class table: share of the counted pixels > r*, or count >= r* x width^2 (authors)
+    acm_full: Literal['region', 'fallback'] = 'region'  # a source all of the class: the whole image is its region, or a random box (authors)
+    box_position: Literal['uniform', 'round'] = 'uniform'  # ACM's fallback box offset: uniform, or round(u x (H - h)) (authors: edges half as likely)
+    cp_choice: Literal['present', 'batch'] = 'present'  # ACP: K distinct classes of each source, or K draws with replacement, once per batch (authors)
 
 @dataclass
 class EvalConfig:
@@ -367,6 +374,9 @@ def validate(cfg: Config) -> Config:
         bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} (pixels between windows would get no prediction)")
     if not bad and cfg.data.batch_size % cfg.optim.accum_steps:
         bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by optim.accum_steps={cfg.optim.accum_steps}")
+    if not bad and cfg.method.aes_bank == 'after' and cfg.optim.accum_steps > 1:
+        bad.append(f"method.aes_bank='after' needs optim.accum_steps=1, got {cfg.optim.accum_steps} "
+                   "(the bank changes once per optimiser step, after the last micro-batch's AES)")
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
 
@@ -427,7 +437,8 @@ def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
                    'method.acm_targets=half', 'optim.loss_per_rank=true', 'method.absent_as_zero=true',
                    'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true', 'method.unsup_per_image=false',
-                   'method.acm_stride=1']
+                   'method.acm_stride=1', 'method.aes_bank=after', 'method.aes_draw=class', 'method.unsup_denominator=all',
+                   'method.table_rule=authors', 'method.acm_full=fallback', 'method.box_position=round', 'method.cp_choice=batch']
 AUTHORS = dict(cityscapes=_AUTHORS_COMMON + ['method.r_star=0.01', 'method.acm_min_area=0.005'],
                voc=_AUTHORS_COMMON + ['method.cp_exclude=0,1,2,8,10'])
 
