@@ -263,6 +263,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'ael_nb.manifests.draw_order': ('manifests.html#draw_order', 'ael_nb/manifests.py'),
                                   'ael_nb.manifests.fraction_count': ('manifests.html#fraction_count', 'ael_nb/manifests.py'),
                                   'ael_nb.manifests.ids_hash': ('manifests.html#ids_hash', 'ael_nb/manifests.py'),
+                                  'ael_nb.manifests.import_authors': ('manifests.html#import_authors', 'ael_nb/manifests.py'),
                                   'ael_nb.manifests.import_cps': ('manifests.html#import_cps', 'ael_nb/manifests.py'),
                                   'ael_nb.manifests.import_lists': ('manifests.html#import_lists', 'ael_nb/manifests.py'),
                                   'ael_nb.manifests.import_u2pl': ('manifests.html#import_u2pl', 'ael_nb/manifests.py'),

@@ -1,0 +1,412 @@
+"""Golden figures from the authors' code: run SemiSeg-AEL's functions and the kit's on the same seeded inputs and
+write what the authors' code returned to `tests/golden/authors.json`; `tests/test_authors_golden.py` holds the kit
+to those figures on every run, without the authors' code.
+
+    python tools/authors_golden.py --authors-repo /path/to/SemiSeg-AEL [--out tests/golden/authors.json]
+
+The authors' files are imported from their checkout (never copied here); `cv2`, which only their image augmentation
+needs, is stubbed. Where both sides draw random numbers, the kit draws from a seeded `torch.Generator` and the same
+numbers are fed to the authors' `np.random` / `random` / `torch.rand` calls (`Feed`, `_np_shim`), so both sides make
+the same random decisions. Each case names its inputs (seeds), its tolerance and what it checks; `KIT[name](**inputs)`
+recomputes the kit's side."""
+from __future__ import annotations
+import argparse, ast, contextlib, hashlib, importlib, json, random, subprocess, sys, types
+from pathlib import Path
+from types import SimpleNamespace
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+from ael_nb.config import get_preset
+from ael_nb.conf_bank import ConfidenceBank
+from ael_nb.sampling import sampling_prob
+from ael_nb.losses import ohem_ce
+from ael_nb.copy_paste import batch_classes, paste_classes
+from ael_nb.cutmix import ClassTable, acm_boxes, random_boxes
+from ael_nb.steps import aes_dr_loss, pseudo_label, supervised_loss
+from ael_nb.manifests import import_authors
+
+GOLDEN = ROOT/'tests'/'golden'/'authors.json'
+CITY_IGNORED = (0, 1, 2, 8, 10)   # the authors' `ignore_cat`, hard-coded in their train.py for every dataset
+
+# ---------------------------------------------------------------- shared inputs (both sides)
+def _g(seed: int) -> torch.Generator: return torch.Generator().manual_seed(seed)
+
+def digest(t) -> str:
+    "Short SHA-256 of a tensor's values (contiguous CPU bytes of its dtype)."
+    a = t.detach().cpu().contiguous().numpy() if torch.is_tensor(t) else np.ascontiguousarray(t)
+    return hashlib.sha256(a.tobytes()).hexdigest()[:16]
+
+def bank_inputs(seed: int, C: int = 19, B: int = 2, H: int = 16, W: int = 16, steps: int = 3):
+    "A start value per class and `steps` labeled batches (student logits, labels with ignore, the last 4 classes absent)."
+    g = _g(seed)
+    conf0 = torch.rand(C, generator=g)
+    batches = []
+    for _ in range(steps):
+        logits = torch.randn(B, C, H, W, generator=g) * 3
+        labels = torch.randint(0, C - 4, (B, H, W), generator=g)
+        labels[torch.rand(B, H, W, generator=g) < 0.1] = 255
+        batches.append((logits, labels))
+    return conf0, batches
+
+def loss_inputs(seed: int, C: int = 19, B: int = 2, H: int = 24, W: int = 24):
+    "Student and teacher logits on an unlabeled batch and a confidence bank."
+    g = _g(seed)
+    return torch.randn(B, C, H, W, generator=g) * 2, torch.randn(B, C, H, W, generator=g) * 2, torch.rand(C, generator=g)
+
+def table_inputs(seed: int, C: int = 6, H: int = 12, W: int = 20, steps: int = 3, N: int = 5):
+    "Per step, teacher logits of two images whose classes cover 0, 3, 4, 5 or 8 pixels (0.01 x 20^2 = 4), and their ids."
+    g = _g(seed)
+    out = []
+    for _ in range(steps):
+        pred = torch.zeros(2, H * W, dtype=torch.long)
+        for b in range(2):
+            perm = torch.randperm(H * W, generator=g)
+            sizes = torch.tensor([0, 3, 4, 5, 8])[torch.randint(0, 5, (C - 1,), generator=g)]
+            at = 0
+            for c in range(1, C): pred[b, perm[at:at + sizes[c - 1]]] = c; at += int(sizes[c - 1])
+        logits = F.one_hot(pred.view(2, H, W), C).permute(0, 3, 1, 2).float() * 4 + torch.rand(2, C, H, W, generator=g)
+        ids = torch.randperm(N, generator=g)[:2]
+        out.append((logits, int(ids[0]), int(ids[1])))
+    return out
+
+def region_inputs(seed: int, H: int = 32):
+    "A square prediction map: class-1..3 rectangles on class 0, some too small for r* = 0.005 (5.12 pixels)."
+    g = _g(seed)
+    pred = torch.zeros(H, H, dtype=torch.long)
+    for i in range(12):
+        c = 1 + i % 3
+        h, w = (int(v) for v in torch.randint(1, 9, (2,), generator=g))
+        y, x = int(torch.randint(0, H - h, (1,), generator=g)), int(torch.randint(0, H - w, (1,), generator=g))
+        pred[y:y + h, x:x + w] = c
+    return pred
+
+def onehot_probs(pred: torch.Tensor, C: int) -> torch.Tensor:
+    "[1,C,H,W] probabilities whose argmax is `pred` [H,W]."
+    return F.one_hot(pred, C).permute(2, 0, 1)[None].float()
+
+def paste_inputs(seed: int, C: int = 19, B: int = 3, H: int = 16, W: int = 16):
+    "Targets and (jittered) sources with labels; the last image receives no paste."
+    g = _g(seed)
+    img, src = torch.randn(B, 3, H, W, generator=g), torch.randn(B, 3, H, W, generator=g)
+    lab, src_lab = torch.randint(0, C, (B, H, W), generator=g), torch.randint(0, C, (B, H, W), generator=g)
+    src_lab[torch.rand(B, H, W, generator=g) < 0.1] = 255
+    query = sorted({int(c) for c in torch.randint(0, C, (3,), generator=g)})
+    return img, lab, src, src_lab, query
+
+def ohem_inputs(seed: int, C: int = 19, B: int = 2, H: int = 32, W: int = 32):
+    g = _g(seed)
+    main, aux = torch.randn(B, C, H, W, generator=g) * 2, torch.randn(B, C, H, W, generator=g) * 2
+    target = torch.randint(0, C, (B, H, W), generator=g)
+    target[torch.rand(B, H, W, generator=g) < 0.2] = 255
+    return main, aux, target
+
+def split_list(path, n: int, dataset: str = 'cityscapes') -> Path:
+    "Write a list file of `n` lines in the authors' `data_list` format (image path, label path)."
+    cities = ('aachen', 'bochum', 'bremen', 'cologne', 'darmstadt')
+    if dataset == 'cityscapes':
+        lines = [f'leftImg8bit/train/{cities[i % 5]}/{cities[i % 5]}_{i:06d}_000019_leftImg8bit.png '
+                 f'gtFine/train/{cities[i % 5]}/{cities[i % 5]}_{i:06d}_000019_gtFine_labelTrainIds.png' for i in range(n)]
+    else: lines = [f'JPEGImages/2008_{i:06d}.jpg SegmentationClassAug/2008_{i:06d}.png' for i in range(n)]
+    Path(path).write_text('\n'.join(lines) + '\n')
+    return Path(path)
+
+# ---------------------------------------------------------------- the kit's side
+def _method(preset: str = 'cityscapes-authors', **kw):
+    cfg = get_preset(preset)
+    for k, v in kw.items(): setattr(cfg.method, k, v)
+    return cfg
+
+def kit_bank(seed: int, momentum: float = 0.9, preset: str = 'cityscapes-authors'):
+    m = get_preset(preset).method
+    conf0, batches = bank_inputs(seed)
+    bank = ConfidenceBank(len(conf0), momentum, m.indicator, init=conf0, absent_as_zero=m.absent_as_zero,
+                          reduction=m.bank_reduction)
+    for logits, labels in batches: bank.update(logits.softmax(1), labels)
+    return dict(conf=bank.conf.tolist())
+
+def kit_eq7(seed: int, preset: str = 'cityscapes-authors'):
+    m = get_preset(preset).method
+    conf = bank_inputs(seed)[0]
+    target = [c for c in range(len(conf)) if c not in m.cp_exclude]
+    return dict(acm=sampling_prob(conf, m.temperature, m.acm_exclude).tolist(),
+                acp=sampling_prob(conf, m.temperature, m.cp_exclude, sqrt=m.cp_sqrt)[target].tolist())
+
+def kit_cp_choice(seed: int, batches: int = 100, preset: str = 'cityscapes-authors'):
+    "The classes `batch_classes` draws for `batches` batches (a source holding every class, so all draws show)."
+    m = get_preset(preset).method
+    conf, C = bank_inputs(seed)[0], 19
+    every = torch.arange(C).view(1, 1, C)
+    prob = sampling_prob(conf, m.temperature, m.cp_exclude, sqrt=m.cp_sqrt)
+    return dict(classes=[batch_classes(every, prob, m.k, _g(seed * 1000 + i))[0].nonzero().flatten().tolist()
+                         for i in range(batches)])
+
+def kit_paste(seed: int):
+    img, lab, src, src_lab, query = paste_inputs(seed)
+    chosen = torch.zeros(len(img), 19, dtype=torch.bool); chosen[:-1, query] = True
+    out_img, out_lab, _ = paste_classes(img, lab, src, src_lab, chosen)
+    return dict(image=digest(out_img), label=digest(out_lab), changed=int((out_img != img).any(1).sum()))
+
+def kit_unsup_loss(seed: int, dataset: str = 'cityscapes', aes: bool = True):
+    "The kit's AES + DR + Eq. 11 (`ael_nb.steps.aes_dr_loss`) under the `-authors` preset, the bank as given."
+    cfg = _method(f'{dataset}-authors', aes=aes)
+    student, teacher, conf = loss_inputs(seed)
+    p = teacher.softmax(1)
+    S = SimpleNamespace(cfg=cfg, bank=SimpleNamespace(conf=conf))
+    return dict(loss=aes_dr_loss(S, student, p, pseudo_label(p, cfg.method.pl_threshold), _g(seed))[0].item())
+
+def kit_table(seed: int, preset: str = 'cityscapes-authors'):
+    m = get_preset(preset).method
+    t = ClassTable(6, 5, r_star=m.r_star, rule=m.table_rule)
+    for logits, i, j in table_inputs(seed):
+        p = logits.softmax(1)
+        t.update(torch.tensor([i]), pseudo_label(p[:1])); t.update(torch.tensor([j]), pseudo_label(p[1:]))
+    return dict(table=t.table.long().tolist())
+
+def region_case(seed: int, cls: str):
+    "The map and class of a region case: 'present' (class 1), 'absent' (class 4) or 'whole' (a map all of class 2)."
+    pred = region_inputs(seed)
+    if cls == 'whole': return torch.full_like(pred, 2), 2
+    return pred, 1 if cls == 'present' else 4
+
+def kit_region(seed: int, cls: str = 'present', seeds: int = 48, preset: str = 'cityscapes-authors'):
+    "Every box the region search returns over `seeds` generator seeds (found only), and whether it found a region."
+    m = get_preset(preset).method
+    pred, c = region_case(seed, cls)
+    boxes, found = set(), set()
+    for s in range(seeds):
+        b, f = acm_boxes(onehot_probs(pred, 5), torch.tensor([c]), _g(s), m.r_star if m.acm_min_area is None else m.acm_min_area,
+                         stride=m.acm_stride, full=m.acm_full, position=m.box_position)
+        found.add(bool(f[0]))
+        if f[0]: boxes.add(tuple(b[0].tolist()))
+    return dict(found=sorted(found), boxes=sorted(map(list, boxes)))
+
+def kit_fallback_box(seed: int, h: int = 769, n: int = 100, preset: str = 'cityscapes-authors'):
+    b = random_boxes(n, h, h, (0.5, 0.5), _g(seed), position=get_preset(preset).method.box_position)
+    return dict(boxes=b.tolist())
+
+def kit_ohem(seed: int, min_kept: int = 100):
+    cfg = get_preset('cityscapes-authors'); cfg.optim.ohem_min_kept = min_kept
+    main, aux, target = ohem_inputs(seed)
+    return dict(loss=supervised_loss(dict(out=main, aux=aux), target, cfg).item())
+
+def kit_split(n_lines: int, n_sup: int, seed: int, dataset: str = 'cityscapes'):
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        lst = split_list(Path(d)/'list.txt', n_lines, dataset)
+        m = import_authors(lst, dataset, n_sup=n_sup, seed=seed)
+    return dict(labeled=len(m.labeled), unlabeled=len(m.unlabeled), labeled_sha=hashlib.sha256('\n'.join(m.labeled).encode()).hexdigest()[:16],
+                first=m.labeled[:3])
+
+KIT = dict(bank=kit_bank, eq7=kit_eq7, cp_choice=kit_cp_choice, paste=kit_paste, unsup_loss=kit_unsup_loss,
+           table=kit_table, region=kit_region, fallback_box=kit_fallback_box, ohem=kit_ohem, split=kit_split)
+
+# (name, kit function, inputs, tolerance, what it checks)
+CASES = [
+    ('bank', 'bank', dict(seed=0), 1e-6, "confidence bank after 3 EMA steps (cal_category_confidence + the EMA of train.py), "
+                                          "absent classes pulled to 0, pixel-pooled"),
+    ('eq7', 'eq7', dict(seed=1), 1e-6, "Eq. 7: ACM's class probabilities (sample_from_bank) and ACP's (train.py, sqrt, ignore_cat)"),
+    ('cp_choice', 'cp_choice', dict(seed=2), 0, "Copy-Paste classes: K=3 draws with replacement once per batch (train.py), 100 batches"),
+    ('paste', 'paste', dict(seed=3), 0, "Copy-Paste compositing of the drawn classes (dynamic_copy_paste), image and label digests"),
+    ('loss_cityscapes_dr', 'unsup_loss', dict(seed=4, dataset='cityscapes', aes=False), 1e-6,
+     "DR + Eq. 11 on an unlabeled batch, Cityscapes (Criterion_cons, sample=False, gamma 2)"),
+    ('loss_cityscapes_aes', 'unsup_loss', dict(seed=5, dataset='cityscapes', aes=True), 1e-6,
+     "AES (shared per-class maps, bank as given) + DR + Eq. 11, Cityscapes (Criterion_cons, sample=True)"),
+    ('loss_voc_aes', 'unsup_loss', dict(seed=6, dataset='voc', aes=True), 1e-6,
+     "AES + DR + Eq. 11 on VOC: pseudo-labels below 0.7 ignored, their weights kept in the denominator"),
+    ('table', 'table', dict(seed=7), 0, "ACM class table after 3 steps of 2 images, 12x20 maps (update_cutmix_bank, >= r* x W^2)"),
+    ('region', 'region', dict(seed=8, cls='present'), 0, "ACM region search: every box over 48 shuffles / generator seeds (generate_cutmix_mask, "
+                                           "no_pad, no_slim)"),
+    ('region_absent', 'region', dict(seed=8, cls='absent'), 0, "ACM region search, a class absent from the map: fallback box"),
+    ('region_whole', 'region', dict(seed=8, cls='whole'), 0, "ACM region search when the class covers the whole map: fallback box"),
+    ('fallback_box', 'fallback_box', dict(seed=9, h=769), 0, "ACM fallback box (init_cutmix), 100 boxes of a 769 crop"),
+    ('fallback_box_small', 'fallback_box', dict(seed=10, h=33), 0, "ACM fallback box (init_cutmix), 100 boxes of a 33 crop"),
+    ('ohem', 'ohem', dict(seed=11, min_kept=100), 1e-6, "OHEM + 0.4 x auxiliary OHEM (CriterionOhem), min_kept 100"),
+    ('ohem_few', 'ohem', dict(seed=12, min_kept=5000), 1e-6, "OHEM with min_kept above the labeled pixels: plain CE"),
+    ('split_city', 'split', dict(n_lines=2975, n_sup=186, seed=0), 0, "labeled draw of city_dset: 186 of 2975 lines, seed 0"),
+    ('split_city_seed1', 'split', dict(n_lines=2975, n_sup=372, seed=1), 0, "labeled draw of city_dset: 372 of 2975, seed 1"),
+    ('split_voc', 'split', dict(n_lines=10582, n_sup=662, seed=0, dataset='voc'), 0, "labeled draw of voc_dset: 662 of 10582, seed 0"),
+]
+
+def compare(kit, ref, tol: float, path: str = '') -> list[str]:
+    "Where `kit` differs from `ref` (numbers beyond `tol`, anything else at all); [] when they agree."
+    if isinstance(ref, dict):
+        if not isinstance(kit, dict) or kit.keys() != ref.keys(): return [f'{path}: keys {sorted(kit)} vs {sorted(ref)}']
+        return [d for k in ref for d in compare(kit[k], ref[k], tol, f'{path}.{k}')]
+    if isinstance(ref, list):
+        if not isinstance(kit, list) or len(kit) != len(ref): return [f'{path}: {kit!r:.80} vs {ref!r:.80}']
+        return [d for i, (a, b) in enumerate(zip(kit, ref)) for d in compare(a, b, tol, f'{path}[{i}]')]
+    if isinstance(ref, float) and isinstance(kit, (int, float)) and not isinstance(kit, bool):
+        return [] if abs(kit - ref) <= tol else [f'{path}: {kit!r} vs {ref!r} (tolerance {tol})']
+    return [] if kit == ref else [f'{path}: {kit!r} vs {ref!r}']
+
+# ---------------------------------------------------------------- the authors' side
+class Feed(np.random.RandomState):
+    "A RandomState whose uniforms come from a list: numpy's own `choice` then draws what the kit drew."
+    def __init__(self, values): super().__init__(0); self.values = [float(v) for v in values]
+    def random_sample(self, size=None):
+        if size is None: return self.values.pop(0)
+        n = int(np.prod(size)); out, self.values = self.values[:n], self.values[n:]
+        return np.array(out).reshape(size)
+
+def _shim(module, **replace):
+    "A stand-in for `module` with the attributes `replace` swapped (everything else is the module's)."
+    return SimpleNamespace(**{k: getattr(module, k) for k in dir(module) if not k.startswith('__')} | replace)
+
+def _np_shim(random_ns): return _shim(np, random=random_ns)
+
+@contextlib.contextmanager
+def _cpu_cuda():
+    "`.cuda()` on tensors returns them unchanged (the authors' functions move results to the GPU)."
+    cuda = torch.Tensor.cuda
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    try: yield
+    finally: torch.Tensor.cuda = cuda
+
+def load_authors(repo) -> SimpleNamespace:
+    "The authors' modules from their checkout (with `cv2` stubbed) and the commit it holds."
+    repo = Path(repo).resolve()
+    if not (repo/'semseg'/'utils'/'utils.py').is_file(): raise SystemExit(f'{repo}: not a SemiSeg-AEL checkout (no semseg/utils/utils.py)')
+    sys.modules.setdefault('cv2', types.ModuleType('cv2'))
+    sys.path.insert(0, str(repo))
+    try:
+        utils, loss = importlib.import_module('semseg.utils.utils'), importlib.import_module('semseg.utils.loss_helper')
+        city, voc = importlib.import_module('semseg.dataset.cityscapes_semi_cp'), importlib.import_module('semseg.dataset.pascal_voc_semi_cp')
+    finally: sys.path.remove(str(repo))
+    commit = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True, text=True).stdout.strip() or 'unknown'
+    return SimpleNamespace(repo=repo, commit=commit, utils=utils, loss=loss, city=city, voc=voc,
+                           train_src=(repo/'train.py').read_text())
+
+def _class_block(train_src: str) -> ast.Module:
+    "The statements of train.py's step loop under `if acp or acm:` (Eq. 7 for Copy-Paste and its class draws)."
+    fn = next(n for n in ast.parse(train_src).body if isinstance(n, ast.FunctionDef) and n.name == 'train')
+    loop = next(n for n in ast.walk(fn) if isinstance(n, ast.For) and ast.unparse(n.target) == 'step')
+    block = next(n for n in loop.body if isinstance(n, ast.If) and ast.unparse(n.test) == 'acp or acm')
+    return ast.Module(body=block.body, type_ignores=[])
+
+def authors_bank(A, seed: int, momentum: float = 0.9, **_):
+    conf0, batches = bank_inputs(seed)
+    cc = conf0[None].repeat(3, 1)
+    for logits, labels in batches:
+        cc = cc * momentum + A.utils.cal_category_confidence(logits, logits, labels, None, len(conf0)) * (1 - momentum)
+    return dict(conf=cc[0].tolist())
+
+def _run_class_block(A, conf: torch.Tensor, uniforms, num_cat: int = 3):
+    "Run train.py's class block with the bank `conf`; returns (the p of each np.random.choice, query_cat)."
+    seen, feed = [], Feed(uniforms)
+    def choice(a, p=None): seen.append(np.asarray(p).tolist()); return feed.choice(a, p=p)
+    ns = dict(class_criterion=conf[None].repeat(3, 1), target_cat=sorted(set(range(len(conf))) - set(CITY_IGNORED)),
+              num_cat=num_cat, np=_np_shim(SimpleNamespace(choice=choice)))
+    exec(compile(_class_block(A.train_src), 'train.py', 'exec'), ns)
+    return seen, sorted(int(c) for c in ns['query_cat'])
+
+def authors_eq7(A, seed: int, **_):
+    conf = bank_inputs(seed)[0]
+    seen = []
+    A.utils.np = _np_shim(SimpleNamespace(choice=lambda a, p=None: seen.append(np.asarray(p).tolist()) or 0))
+    A.utils.random = random.Random(0)
+    try: A.utils.sample_from_bank(torch.ones(len(conf), 4), conf)
+    finally: A.utils.np, A.utils.random = np, random
+    return dict(acm=seen[0], acp=_run_class_block(A, conf, [0.5] * 3)[0][0])
+
+def authors_cp_choice(A, seed: int, batches: int = 100, **_):
+    conf = bank_inputs(seed)[0]
+    return dict(classes=[_run_class_block(A, conf, torch.rand(3, generator=_g(seed * 1000 + i)).tolist())[1]
+                         for i in range(batches)])
+
+def authors_paste(A, seed: int, **_):
+    img, lab, src, src_lab, query = paste_inputs(seed)
+    src[-1], src_lab[-1] = 0, 0                  # the loader's 'no paste' sample: zeros
+    out_img, out_lab = A.utils.dynamic_copy_paste(torch.cat([img, src], 1), torch.cat([lab, src_lab], 1), query)
+    return dict(image=digest(out_img), label=digest(out_lab.long()), changed=int((out_img != img).any(1).sum()))
+
+def authors_unsup_loss(A, seed: int, dataset: str = 'cityscapes', aes: bool = True, **_):
+    student, teacher, conf = loss_inputs(seed)
+    threshold = get_preset(f'{dataset}-authors').method.pl_threshold
+    conf_unsup = F.softmax(teacher, dim=1).max(1)[0]          # as train.py computes the teacher's confidence and label
+    label = teacher.max(1)[1]; label[conf_unsup < threshold] = 255
+    C, (H, W) = student.shape[1], student.shape[2:]
+    maps = iter(torch.rand((C, H, W), generator=_g(seed)))  # the kit's shared AES maps (aes_mask, shared=True)
+    crit = A.loss.Criterion_cons(2, sample=aes, gamma2=1, ignore_index=255)
+    A.loss.torch = _shim(torch, rand=lambda h, w: 1 - next(maps))   # keep: rand > 1 - s  <=>  1 - u > 1 - s  <=>  u < s
+    try:
+        with _cpu_cuda(): loss = crit(student, conf_unsup, label, conf if aes else None)
+    finally: A.loss.torch = torch
+    return dict(loss=loss.item())
+
+def authors_table(A, seed: int, **_):
+    bank = torch.zeros(6, 5)
+    for logits, i, j in table_inputs(seed): bank = A.utils.update_cutmix_bank(bank, logits, i, j, 0.01)
+    return dict(table=bank.long().tolist())
+
+def authors_region(A, seed: int, cls: str = 'present', seeds: int = 48, **_):
+    pred, c = region_case(seed, cls)
+    boxes, found = set(), set()
+    for s in range(seeds):
+        fell = []
+        A.utils.random = random.Random(s)
+        A.utils.np = _np_shim(SimpleNamespace(uniform=lambda low=0., high=1., size=None: fell.append(1) or np.full(size, 0.5)))
+        try:
+            with _cpu_cuda(): m = A.utils.generate_cutmix_mask(pred.numpy(), c, 0.005, no_pad=True, no_slim=True)
+        finally: A.utils.random, A.utils.np = random, np
+        found.add(not fell)
+        if not fell:
+            ys, xs = m.nonzero(as_tuple=True)
+            boxes.add((int(ys.min()), int(xs.min()), int(ys.max()) + 1, int(xs.max()) + 1))
+    return dict(found=sorted(found), boxes=sorted(map(list, boxes)))
+
+def authors_fallback_box(A, seed: int, h: int = 769, n: int = 100, **_):
+    u = torch.rand((n, 4), generator=_g(seed)).double().numpy()   # the kit's draws: area, aspect, y, x
+    out = []
+    for row in u:
+        vals = iter([np.full((1, 1), 0.5), row[1:2].reshape(1, 1), row[2:4].reshape(1, 1, 2)])
+        A.utils.np = _np_shim(SimpleNamespace(uniform=lambda low=0., high=1., size=None: next(vals)))
+        try: out.append([int(v) for v in A.utils.init_cutmix(h)])
+        finally: A.utils.np = np
+    return dict(boxes=out)
+
+def authors_ohem(A, seed: int, min_kept: int = 100, **_):
+    main, aux, target = ohem_inputs(seed)
+    return dict(loss=A.loss.CriterionOhem(0.4, thresh=0.7, min_kept=min_kept, ignore_index=255)((main, aux), target).item())
+
+def authors_split(A, n_lines: int, n_sup: int, seed: int, dataset: str = 'cityscapes', **_):
+    import tempfile
+    from ael_nb.manifests import path_to_id
+    with tempfile.TemporaryDirectory() as d:
+        lst = split_list(Path(d)/'list.txt', n_lines, dataset)
+        cls = A.city.city_dset if dataset == 'cityscapes' else A.voc.voc_dset
+        labeled = sorted(path_to_id(p[0]) for p in cls('', str(lst), None, seed, n_sup, split='train').list_sample_new)
+        unlabeled = cls('', str(lst), None, seed, n_sup, split='train', unsup=True).list_sample_new
+    return dict(labeled=len(labeled), unlabeled=len(unlabeled), labeled_sha=hashlib.sha256('\n'.join(labeled).encode()).hexdigest()[:16],
+                first=labeled[:3])
+
+AUTHORS = dict(bank=authors_bank, eq7=authors_eq7, cp_choice=authors_cp_choice, paste=authors_paste,
+               unsup_loss=authors_unsup_loss, table=authors_table, region=authors_region, fallback_box=authors_fallback_box,
+               ohem=authors_ohem, split=authors_split)
+
+def figures(A) -> dict:
+    "Run every case on both sides; the authors' outputs are the golden figures."
+    out = dict(authors_repo='https://github.com/hzhupku/SemiSeg-AEL', authors_commit=A.commit, torch=torch.__version__,
+               numpy=np.__version__, made_by='tools/authors_golden.py', cases={})
+    for name, fn, inputs, tol, what in CASES:
+        ref, kit = AUTHORS[fn](A, **inputs), KIT[fn](**inputs)
+        diff = compare(kit, ref, tol)
+        out['cases'][name] = dict(what=what, function=fn, inputs=inputs, tolerance=tol, authors=ref, kit_matches=not diff)
+        print(f"{name:22s} {'same' if not diff else 'DIFFERENT: ' + '; '.join(diff[:3])}")
+    return out
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--authors-repo', required=True, help="a checkout of github.com/hzhupku/SemiSeg-AEL (read, never copied)")
+    p.add_argument('--out', default=str(GOLDEN), help=f'golden file to write (default {GOLDEN.relative_to(ROOT)})')
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    fig = figures(load_authors(a.authors_repo))
+    out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix('.tmp'); tmp.write_text(json.dumps(fig, indent=1) + '\n'); tmp.replace(out)
+    print(f'wrote {out} ({sum(c["kit_matches"] for c in fig["cases"].values())} of {len(fig["cases"])} cases match the kit)')
+    return 0 if all(c['kit_matches'] for c in fig['cases'].values()) else 1
+
+if __name__ == '__main__': sys.exit(main())
