@@ -86,6 +86,8 @@ def teacher_probs(teacher, x: torch.Tensor, valid: torch.Tensor|None = None,
 def teacher_views(S: TrainState, **views) -> dict:
     "One teacher call on several `name=(images, valid)` batches (None: skipped), split back by name."
     views = {k: v for k, v in views.items() if v is not None}
+    if S.cfg.method.teacher_mode == 'train' and 'lab' in views and len(views) > 1:   # batch statistics: labeled apart (authors)
+        lab = views.pop('lab'); return teacher_views(S, **views) | teacher_views(S, lab=lab)
     p = teacher_probs(S.teacher, torch.cat([x for x, _ in views.values()]), torch.cat([v for _, v in views.values()]),
                       S.cfg.method.teacher_mode == 'train')
     return dict(zip(views, p.split([len(x) for x, _ in views.values()])))

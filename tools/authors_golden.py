@@ -149,9 +149,9 @@ def kit_paste(seed: int):
     out_img, out_lab, _ = paste_classes(img, lab, src, src_lab, chosen)
     return dict(image=digest(out_img), label=digest(out_lab), changed=int((out_img != img).any(1).sum()))
 
-def kit_unsup_loss(seed: int, dataset: str = 'cityscapes', aes: bool = True):
-    "The kit's AES + DR + Eq. 11 (`ael_nb.steps.aes_dr_loss`) under the `-authors` preset, the bank as given."
-    cfg = _method(f'{dataset}-authors', aes=aes)
+def kit_unsup_loss(seed: int, dataset: str = 'cityscapes', aes: bool = True, **switches):
+    "The kit's AES + DR + Eq. 11 (`ael_nb.steps.aes_dr_loss`) under the `-authors` preset (and `switches`), the bank as given."
+    cfg = _method(f'{dataset}-authors', aes=aes, **switches)
     student, teacher, conf = loss_inputs(seed)
     p = teacher.softmax(1)
     S = SimpleNamespace(cfg=cfg, bank=SimpleNamespace(conf=conf))
