@@ -65,3 +65,10 @@ def test_split_importer_cli_reproduces_authors_draw(tmp_path, capsys):
     assert m.provenance['format'] == 'authors' and m.provenance['n_sup'] == 186 and '--n-sup 186 --seed 0' in m.provenance['command']
     assert ael_splits(['import', 'authors', str(lst), '--dataset', 'cityscapes', '--out', str(out)]) == 2   # no --n-sup
     assert '--n-sup' in capsys.readouterr().err
+
+@pytest.mark.parametrize('switch', ['method.aes_bank=before', 'method.aes_draw=pixel'])
+def test_whole_step_tells_the_aes_switches_apart(switch):
+    "Three whole steps with the kit's side of an AES switch miss the authors' figures."
+    torch.set_num_threads(1)
+    c = GOLDEN['cases']['ael_steps']
+    assert ag.compare(ag.kit_steps(**c['inputs'], overrides=[switch]), c['authors'], c['tolerance'])
