@@ -450,7 +450,7 @@ def authors(dataset: str) -> Config:
 
 PRESETS.update({f'{d}-authors': (lambda d=d: authors(d)) for d in AUTHORS})
 
-# %% ../nbs/14_config.ipynb #7007338d
+# %% ../nbs/14_config.ipynb #787cb6d8
 @dataclass(frozen=True)
 class Difference:
     "One place where the paper's text, the authors' code (SemiSeg-AEL 747c797) and the kit's default part ways."
@@ -495,8 +495,8 @@ DIFFERENCES = (
        'every pixel, those below the pseudo-label threshold (VOC 0.7) included', 'pixels with a target'),
     _D('Copy-Paste sampling', ('method.cp_sqrt',), 'Eq. 7, softmax(1 - Conf)', 'softmax(sqrt(1 - Conf))', 'Eq. 7'),
     _D('Copy-Paste classes', ('method.cp_choice',), 'K classes pasted',
-       'K draws with replacement over all classes, once per batch (0.62 classes pasted on Cityscapes)',
-       "K distinct classes of each source (2.13 pasted): K means K"),
+       'K draws with replacement over all classes, once per batch (a review counted 0.62 classes pasted on Cityscapes)',
+       'K distinct classes of each source (2.13 pasted there): K means K'),
     _D('Copy-Paste exclusions', ('method.cp_exclude',), 'not said', 'road, sidewalk, building, vegetation, sky (0, 1, 2, 8, 10), '
        'also applied to VOC ids', 'VOC: background only (with K=1 it would erase the target\'s object)'),
     _D('Copy-Paste source', (), 'another labeled image', 'any labeled image of the set, itself included, loaded apart',
@@ -519,6 +519,14 @@ DIFFERENCES = (
     _D('bank and class table across GPUs', (), '-', 'one per GPU, never synchronised', 'all-reduced', 'one bank for all GPUs'),
     _D('padding of crops', (), '-', 'label 0 (road / background)', 'ignore (255)', 'padded pixels'),
     _D('dropout of a train-mode teacher', (), '-', "torch's global random numbers", 'the same law', 'the dropout masks'),
+    _D("ACM's source draw", (), 'not said', "at the step, from this step's bank and table",
+       'one step ahead, so the image loads in the background: bank and table one step older', 'the timing of the draw'),
+    _D('teacher at the start', (), 'EMA of the student', 'an independent random network (EMA decay 0 at step 0 then copies the '
+       'student)', 'a copy of the student', 'the first step\'s pseudo-labels'),
+    _D('Cityscapes weight decay', ('optim.weight_decay',), '0.0005', '0.0001 in their experiments/cityscapes_2/config.yaml',
+       "the paper's: set `optim.weight_decay=1e-4` for their file's", "their file's value"),
+    _D('VOC learning rate', ('optim.lr',), '0.001', '0.01 in their experiments/pascal_4/config.yaml',
+       "the paper's: set `optim.lr=0.01` for their file's", "their file's value"),
 )
 
 def _shown(v) -> str:
