@@ -450,7 +450,7 @@ def authors(dataset: str) -> Config:
 
 PRESETS.update({f'{d}-authors': (lambda d=d: authors(d)) for d in AUTHORS})
 
-# %% ../nbs/14_config.ipynb #787cb6d8
+# %% ../nbs/14_config.ipynb #2a9866d2
 @dataclass(frozen=True)
 class Difference:
     "One place where the paper's text, the authors' code (SemiSeg-AEL 747c797) and the kit's default part ways."

@@ -64,7 +64,7 @@ def large_scale_jitter(
     out, lab, _ = resize_crop(images, labels, tuple(images.shape[-2:]), scale, flip, generator, ignore_index=ignore_index)
     return out.to(images.dtype), lab
 
-# %% ../nbs/12_copy_paste.ipynb #563d91d9
+# %% ../nbs/12_copy_paste.ipynb #14baf318
 def paste_classes(
     images: torch.Tensor,  # [B,3,H,W] targets
     labels: torch.Tensor,  # [B,H,W] their labels
