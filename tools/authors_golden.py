@@ -40,7 +40,7 @@ def digest(t) -> str:
     return hashlib.sha256(a.tobytes()).hexdigest()[:16]
 
 def bank_inputs(seed: int, C: int = 19, B: int = 2, H: int = 16, W: int = 16, steps: int = 3):
-    "A start value per class and `steps` labeled batches (student logits, labels with ignore, the last 4 classes absent)."
+    "A start value per class and `steps` labeled batches: logits, labels with ignore, 4 classes absent."
     g = _g(seed)
     conf0 = torch.rand(C, generator=g)
     batches = []
@@ -54,10 +54,11 @@ def bank_inputs(seed: int, C: int = 19, B: int = 2, H: int = 16, W: int = 16, st
 def loss_inputs(seed: int, C: int = 19, B: int = 2, H: int = 24, W: int = 24):
     "Student and teacher logits on an unlabeled batch and a confidence bank."
     g = _g(seed)
-    return torch.randn(B, C, H, W, generator=g) * 2, torch.randn(B, C, H, W, generator=g) * 2, torch.rand(C, generator=g)
+    student, teacher = torch.randn(B, C, H, W, generator=g) * 2, torch.randn(B, C, H, W, generator=g) * 2
+    return student, teacher, torch.rand(C, generator=g)
 
 def table_inputs(seed: int, C: int = 6, H: int = 12, W: int = 20, steps: int = 3, N: int = 5):
-    "Per step, teacher logits of two images whose classes cover 0, 3, 4, 5 or 8 pixels (0.01 x 20^2 = 4), and their ids."
+    "Per step, teacher logits of two images whose classes cover 0, 3, 4, 5 or 8 pixels (0.01 x 20^2 = 4), their ids."
     g = _g(seed)
     out = []
     for _ in range(steps):
@@ -107,8 +108,8 @@ def split_list(path, n: int, dataset: str = 'cityscapes') -> Path:
     "Write a list file of `n` lines in the authors' `data_list` format (image path, label path)."
     cities = ('aachen', 'bochum', 'bremen', 'cologne', 'darmstadt')
     if dataset == 'cityscapes':
-        lines = [f'leftImg8bit/train/{cities[i % 5]}/{cities[i % 5]}_{i:06d}_000019_leftImg8bit.png '
-                 f'gtFine/train/{cities[i % 5]}/{cities[i % 5]}_{i:06d}_000019_gtFine_labelTrainIds.png' for i in range(n)]
+        stem = lambda i: f'train/{cities[i % 5]}/{cities[i % 5]}_{i:06d}_000019'
+        lines = [f'leftImg8bit/{stem(i)}_leftImg8bit.png gtFine/{stem(i)}_gtFine_labelTrainIds.png' for i in range(n)]
     else: lines = [f'JPEGImages/2008_{i:06d}.jpg SegmentationClassAug/2008_{i:06d}.png' for i in range(n)]
     Path(path).write_text('\n'.join(lines) + '\n')
     return Path(path)
@@ -150,7 +151,7 @@ def kit_paste(seed: int):
     return dict(image=digest(out_img), label=digest(out_lab), changed=int((out_img != img).any(1).sum()))
 
 def kit_unsup_loss(seed: int, dataset: str = 'cityscapes', aes: bool = True, **switches):
-    "The kit's AES + DR + Eq. 11 (`ael_nb.steps.aes_dr_loss`) under the `-authors` preset (and `switches`), the bank as given."
+    "The kit's AES + DR + Eq. 11 (`ael_nb.steps.aes_dr_loss`) under the `-authors` preset and `switches`."
     cfg = _method(f'{dataset}-authors', aes=aes, **switches)
     student, teacher, conf = loss_inputs(seed)
     p = teacher.softmax(1)
@@ -177,8 +178,8 @@ def kit_region(seed: int, cls: str = 'present', seeds: int = 48, preset: str = '
     pred, c = region_case(seed, cls)
     boxes, found = set(), set()
     for s in range(seeds):
-        b, f = acm_boxes(onehot_probs(pred, 5), torch.tensor([c]), _g(s), m.r_star if m.acm_min_area is None else m.acm_min_area,
-                         stride=m.acm_stride, full=m.acm_full, position=m.box_position)
+        b, f = acm_boxes(onehot_probs(pred, 5), torch.tensor([c]), _g(s), m.r_star if m.acm_min_area is None else
+                         m.acm_min_area, stride=m.acm_stride, full=m.acm_full, position=m.box_position)
         found.add(bool(f[0]))
         if f[0]: boxes.add(tuple(b[0].tolist()))
     return dict(found=sorted(found), boxes=sorted(map(list, boxes)))
@@ -197,19 +198,25 @@ def kit_split(n_lines: int, n_sup: int, seed: int, dataset: str = 'cityscapes'):
     with tempfile.TemporaryDirectory() as d:
         lst = split_list(Path(d)/'list.txt', n_lines, dataset)
         m = import_authors(lst, dataset, n_sup=n_sup, seed=seed)
-    return dict(labeled=len(m.labeled), unlabeled=len(m.unlabeled), labeled_sha=hashlib.sha256('\n'.join(m.labeled).encode()).hexdigest()[:16],
-                first=m.labeled[:3])
+    return split_figures(m.labeled, len(m.unlabeled))
+
+def split_figures(labeled: list, n_unlabeled: int) -> dict:
+    "Counts, a digest of the sorted labeled ids and the first three."
+    sha = hashlib.sha256('\n'.join(labeled).encode()).hexdigest()[:16]
+    return dict(labeled=len(labeled), unlabeled=n_unlabeled, labeled_sha=sha, first=labeled[:3])
 
 # ---------------------------------------------------------------- one whole AEL step, three times
-STEP_OVERRIDES = [  # a tiny run under `cityscapes-authors`: synthetic 32x32 scenes, ResNet-18, 2 labeled + 1 target + 1 source
-    'data.dataset=synthetic', 'data.train_split=train', 'data.val_split=val', 'data.synthetic_size=32,32', 'data.synthetic_n=16',
-    'data.fraction=1/4', 'data.crop_size=32', 'data.scale=1,1', 'data.batch_size=2', 'data.num_workers=0', 'data.acm_prefetch=false',
-    'data.check=false', 'model.backbone=resnet18', 'model.output_stride=16', 'model.pretrained=none', 'model.dropout=0',
-    'optim.iters=3', 'optim.amp=none', 'optim.ohem_min_kept=200', 'method.tau=0.9', 'method.cp_exclude=0,1,2,8', 'run.seed=0']
+STEP_OVERRIDES = [  # tiny `cityscapes-authors` run: synthetic 32x32 scenes, ResNet-18, 2 labeled + 1 target + 1 source
+    'data.dataset=synthetic', 'data.train_split=train', 'data.val_split=val', 'data.synthetic_size=32,32',
+    'data.synthetic_n=16', 'data.fraction=1/4', 'data.crop_size=32', 'data.scale=1,1', 'data.batch_size=2',
+    'data.num_workers=0', 'data.acm_prefetch=false', 'data.check=false', 'model.backbone=resnet18',
+    'model.output_stride=16', 'model.pretrained=none', 'model.dropout=0', 'optim.iters=3', 'optim.amp=none',
+    'optim.ohem_min_kept=200',
+    'method.tau=0.9', 'method.cp_exclude=0,1,2,8', 'run.seed=0']
 
 def _deterministic(model):
-    """Training mode with BatchNorm on running statistics and dropout off, in both codes alike: one target image has no batch
-    statistics without SyncBatchNorm, and dropout masks come from different random streams (the auxiliary head has its own)."""
+    """Training mode with BatchNorm on running statistics and dropout off, in both codes alike: one target image has no
+    batch statistics without SyncBatchNorm, and the codes draw dropout masks from different random streams."""
     for mod in model.modules():
         if isinstance(mod, (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.dropout._DropoutNd)): mod.eval()
     return model
@@ -217,10 +224,11 @@ def _deterministic(model):
 def _grad_norms(model) -> list[float]:
     "Gradient norm of the backbone and of the heads."
     from ael_nb.model import param_groups
-    return [torch.cat([p.grad.flatten() for p in g['params'] if p.grad is not None]).norm().item() for g in param_groups(model, 1.)]
+    return [torch.cat([p.grad.flatten() for p in g['params'] if p.grad is not None]).norm().item()
+            for g in param_groups(model, 1.)]
 
 def kit_steps(seed: int = 0, steps: int = 3, record: dict | None = None, overrides=()):
-    "`steps` AEL steps under `cityscapes-authors` on a tiny network: loss terms and gradient norms per step, bank and table after."
+    "`steps` AEL steps under `cityscapes-authors`, tiny network: loss terms and gradient norms, then bank and table."
     import copy
     from ael_nb.config import get_config
     from ael_nb.core import make_generator, seed_everything
@@ -252,41 +260,44 @@ def kit_steps(seed: int = 0, steps: int = 3, record: dict | None = None, overrid
                 table_count=int(S.table.table.sum()))
 
 KIT = dict(bank=kit_bank, eq7=kit_eq7, cp_choice=kit_cp_choice, paste=kit_paste, unsup_loss=kit_unsup_loss,
-           table=kit_table, region=kit_region, fallback_box=kit_fallback_box, ohem=kit_ohem, split=kit_split, steps=kit_steps)
+           table=kit_table, region=kit_region, fallback_box=kit_fallback_box, ohem=kit_ohem, split=kit_split,
+           steps=kit_steps)
 
 # (name, kit function, inputs, tolerance, what it checks)
 CASES = [
-    ('bank', 'bank', dict(seed=0), 1e-6, "confidence bank after 3 EMA steps (cal_category_confidence + the EMA of train.py), "
-                                          "absent classes pulled to 0, pixel-pooled"),
-    ('eq7', 'eq7', dict(seed=1), 1e-6, "Eq. 7: ACM's class probabilities (sample_from_bank) and ACP's (train.py, sqrt, ignore_cat)"),
-    ('cp_choice', 'cp_choice', dict(seed=2), 0, "Copy-Paste classes: K=3 draws with replacement once per batch (train.py), 100 batches"),
-    ('paste', 'paste', dict(seed=3), 0, "Copy-Paste compositing of the drawn classes (dynamic_copy_paste), image and label digests"),
+    ('bank', 'bank', dict(seed=0), 1e-6,
+     "confidence bank after 3 EMA steps (cal_category_confidence + train.py's EMA), absent classes to 0, pixel-pooled"),
+    ('eq7', 'eq7', dict(seed=1), 1e-6, "Eq. 7: ACM's class probabilities (sample_from_bank), ACP's (sqrt, ignore_cat)"),
+    ('cp_choice', 'cp_choice', dict(seed=2), 0, "Copy-Paste classes: 3 draws with replacement per batch, 100 batches"),
+    ('paste', 'paste', dict(seed=3), 0, "Copy-Paste compositing of the drawn classes (dynamic_copy_paste), digests"),
     ('loss_cityscapes_dr', 'unsup_loss', dict(seed=4, dataset='cityscapes', aes=False), 1e-6,
      "DR + Eq. 11 on an unlabeled batch, Cityscapes (Criterion_cons, sample=False, gamma 2)"),
     ('loss_cityscapes_aes', 'unsup_loss', dict(seed=5, dataset='cityscapes', aes=True), 1e-6,
-     "AES (shared per-class maps, bank as given) + DR + Eq. 11, Cityscapes (Criterion_cons, sample=True)"),
+     "AES (shared per-class maps) + DR + Eq. 11, Cityscapes (Criterion_cons, sample=True)"),
     ('loss_voc_aes', 'unsup_loss', dict(seed=6, dataset='voc', aes=True), 1e-6,
      "AES + DR + Eq. 11 on VOC: pseudo-labels below 0.7 ignored, their weights kept in the denominator"),
-    ('table', 'table', dict(seed=7), 0, "ACM class table after 3 steps of 2 images, 12x20 maps (update_cutmix_bank, >= r* x W^2)"),
-    ('region', 'region', dict(seed=8, cls='present'), 0, "ACM region search: every box over 48 shuffles / generator seeds (generate_cutmix_mask, "
-                                           "no_pad, no_slim)"),
-    ('region_absent', 'region', dict(seed=8, cls='absent'), 0, "ACM region search, a class absent from the map: fallback box"),
-    ('region_whole', 'region', dict(seed=8, cls='whole'), 0, "ACM region search when the class covers the whole map: fallback box"),
+    ('table', 'table', dict(seed=7), 0, "ACM class table, 3 steps of 2 images, 12x20 maps (update_cutmix_bank)"),
+    ('region', 'region', dict(seed=8, cls='present'), 0,
+     "ACM region search: every box over 48 shuffles / generator seeds (generate_cutmix_mask, no_pad, no_slim)"),
+    ('region_absent', 'region', dict(seed=8, cls='absent'), 0, "ACM region search, class absent: fallback"),
+    ('region_whole', 'region', dict(seed=8, cls='whole'), 0, "ACM region search, class everywhere: fallback"),
     ('fallback_box', 'fallback_box', dict(seed=9, h=769), 0, "ACM fallback box (init_cutmix), 100 boxes of a 769 crop"),
-    ('fallback_box_small', 'fallback_box', dict(seed=10, h=33), 0, "ACM fallback box (init_cutmix), 100 boxes of a 33 crop"),
+    ('fallback_box_small', 'fallback_box', dict(seed=10, h=33), 0, "ACM fallback box, 100 boxes of a 33 crop"),
     ('ohem', 'ohem', dict(seed=11, min_kept=100), 1e-6, "OHEM + 0.4 x auxiliary OHEM (CriterionOhem), min_kept 100"),
     ('ohem_few', 'ohem', dict(seed=12, min_kept=5000), 1e-6, "OHEM with min_kept above the labeled pixels: plain CE"),
-    ('split_city', 'split', dict(n_lines=2975, n_sup=186, seed=0), 0, "labeled draw of city_dset: 186 of 2975 lines, seed 0"),
-    ('split_city_seed1', 'split', dict(n_lines=2975, n_sup=372, seed=1), 0, "labeled draw of city_dset: 372 of 2975, seed 1"),
-    ('ael_steps', 'steps', dict(seed=0), 1e-4, "3 whole AEL steps under cityscapes-authors (train.py's train(), stubs fed the "
-                                                "kit's draws): loss terms, gradient norms, bank, class table"),
-    ('split_voc', 'split', dict(n_lines=10582, n_sup=662, seed=0, dataset='voc'), 0, "labeled draw of voc_dset: 662 of 10582, seed 0"),
+    ('split_city', 'split', dict(n_lines=2975, n_sup=186, seed=0), 0, "labeled draw of city_dset: 186 of 2975, seed 0"),
+    ('split_city_seed1', 'split', dict(n_lines=2975, n_sup=372, seed=1), 0, "city_dset's draw: 372 of 2975, seed 1"),
+    ('ael_steps', 'steps', dict(seed=0), 1e-4,
+     "3 whole AEL steps under cityscapes-authors (train.py's train(), stubs fed the kit's draws): loss terms, gradient "
+     "norms, bank, class table"),
+    ('split_voc', 'split', dict(n_lines=10582, n_sup=662, seed=0, dataset='voc'), 0,
+     "labeled draw of voc_dset: 662 of 10582, seed 0"),
 ]
 
 def compare(kit, ref, tol: float, path: str = '') -> list[str]:
     "Where `kit` differs from `ref` (numbers beyond `tol`, anything else at all); [] when they agree."
     if isinstance(ref, dict):
-        if not isinstance(kit, dict) or kit.keys() != ref.keys(): return [f'{path}: keys {sorted(kit)} vs {sorted(ref)}']
+        if not isinstance(kit, dict) or kit.keys() != ref.keys(): return [f'{path}: keys {list(kit)} vs {list(ref)}']
         return [d for k in ref for d in compare(kit[k], ref[k], tol, f'{path}.{k}')]
     if isinstance(ref, list):
         if not isinstance(kit, list) or len(kit) != len(ref): return [f'{path}: {kit!r:.80} vs {ref!r:.80}']
@@ -321,7 +332,8 @@ def _cpu_cuda():
 def load_authors(repo) -> SimpleNamespace:
     "The authors' modules from their checkout (with `cv2` stubbed) and the commit it holds."
     repo = Path(repo).resolve()
-    if not (repo/'semseg'/'utils'/'utils.py').is_file(): raise SystemExit(f'{repo}: not a SemiSeg-AEL checkout (no semseg/utils/utils.py)')
+    if not (repo/'semseg'/'utils'/'utils.py').is_file():
+        raise SystemExit(f'{repo}: not a SemiSeg-AEL checkout (no semseg/utils/utils.py)')
     sys.modules.setdefault('cv2', types.ModuleType('cv2'))
     sys.path.insert(0, str(repo))
     try:
@@ -329,10 +341,13 @@ def load_authors(repo) -> SimpleNamespace:
         lr_helper = importlib.import_module('semseg.utils.lr_helper')
         spec = importlib.util.spec_from_file_location('authors_train', repo/'train.py')
         train = importlib.util.module_from_spec(spec); spec.loader.exec_module(train)
-        city, voc = importlib.import_module('semseg.dataset.cityscapes_semi_cp'), importlib.import_module('semseg.dataset.pascal_voc_semi_cp')
+        city = importlib.import_module('semseg.dataset.cityscapes_semi_cp')
+        voc = importlib.import_module('semseg.dataset.pascal_voc_semi_cp')
     finally: sys.path.remove(str(repo))
-    commit = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True, text=True).stdout.strip() or 'unknown'
-    return SimpleNamespace(repo=repo, commit=commit, utils=utils, loss=loss, city=city, voc=voc, lr_helper=lr_helper, train=train,
+    git = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True, text=True)
+    commit = git.stdout.strip()
+    return SimpleNamespace(repo=repo, commit=commit or 'unknown', utils=utils, loss=loss, city=city, voc=voc,
+                           lr_helper=lr_helper, train=train,
                            train_src=(repo/'train.py').read_text())
 
 def _class_block(train_src: str) -> ast.Module:
@@ -403,7 +418,8 @@ def authors_region(A, seed: int, cls: str = 'present', seeds: int = 48, **_):
     for s in range(seeds):
         fell = []
         A.utils.random = random.Random(s)
-        A.utils.np = _np_shim(SimpleNamespace(uniform=lambda low=0., high=1., size=None: fell.append(1) or np.full(size, 0.5)))
+        fallback = lambda low=0., high=1., size=None: fell.append(1) or np.full(size, 0.5)   # init_cutmix was called
+        A.utils.np = _np_shim(SimpleNamespace(uniform=fallback))
         try:
             with _cpu_cuda(): m = A.utils.generate_cutmix_mask(pred.numpy(), c, 0.005, no_pad=True, no_slim=True)
         finally: A.utils.random, A.utils.np = random, np
@@ -425,7 +441,8 @@ def authors_fallback_box(A, seed: int, h: int = 769, n: int = 100, **_):
 
 def authors_ohem(A, seed: int, min_kept: int = 100, **_):
     main, aux, target = ohem_inputs(seed)
-    return dict(loss=A.loss.CriterionOhem(0.4, thresh=0.7, min_kept=min_kept, ignore_index=255)((main, aux), target).item())
+    crit = A.loss.CriterionOhem(0.4, thresh=0.7, min_kept=min_kept, ignore_index=255)
+    return dict(loss=crit((main, aux), target).item())
 
 def authors_split(A, n_lines: int, n_sup: int, seed: int, dataset: str = 'cityscapes', **_):
     import tempfile
@@ -435,8 +452,7 @@ def authors_split(A, n_lines: int, n_sup: int, seed: int, dataset: str = 'citysc
         cls = A.city.city_dset if dataset == 'cityscapes' else A.voc.voc_dset
         labeled = sorted(path_to_id(p[0]) for p in cls('', str(lst), None, seed, n_sup, split='train').list_sample_new)
         unlabeled = cls('', str(lst), None, seed, n_sup, split='train', unsup=True).list_sample_new
-    return dict(labeled=len(labeled), unlabeled=len(unlabeled), labeled_sha=hashlib.sha256('\n'.join(labeled).encode()).hexdigest()[:16],
-                first=labeled[:3])
+    return split_figures(labeled, len(unlabeled))
 
 class _Loader:
     "A loader as train.py uses it: `sampler.set_epoch`, `len`, and an iterator with `.next()`, yielding `batches`."
@@ -497,13 +513,15 @@ def authors_steps(A, seed: int = 0, **_):
     for tr in feeds:
         paste_lab = torch.where(tr['cp_mask'], tr['y_l'], 255)
         lab.append((torch.cat([tr['lb_image'], tr['x_l']], 1), torch.cat([tr['lb_label'], paste_lab], 1)))
-    unl = [(torch.cat([tr['ub_image'], tr['ub_image']]), None, torch.cat([tr['ub_index'], tr['ub_index']])) for tr in feeds]
+    unl = [(tr['ub_image'].repeat(2, 1, 1, 1), None, tr['ub_index'].repeat(2)) for tr in feeds]   # the target, twice
     sources = iter(tr['acm_src_image'][0] for tr in feeds)
-    dataset = type('Sources', (), {'__getitem__': lambda self, index: (next(sources), None, None), '__len__': lambda self: rec['n_unlabeled']})()
-    # random decisions, in train.py's order per step: Copy-Paste classes, target pick, ACM class + image, region or box, AES maps
+    dataset = type('Sources', (), {'__getitem__': lambda self, index: (next(sources), None, None),
+                                   '__len__': lambda self: rec['n_unlabeled']})()
+    # random decisions in train.py's order per step: Copy-Paste classes, target, ACM class + image, region or box, AES
     cp_classes = iter([sorted({int(c) for c in tr['y_l'][tr['cp_mask']].tolist()}) or [3] for tr in feeds])
-    acm = iter([(int(tr['acm_class'][0]), int(tr['acm_src'][0]), bool(tr['acm_found'][0]), tr['cut_mask'][0]) for tr in feeds])
-    C_maps = iter([(maps[2 * i + 1], maps[2 * i]) for i in range(steps)])   # kit: unlabeled then labeled; theirs: labeled first
+    acm = iter([(int(tr['acm_class'][0]), int(tr['acm_src'][0]), bool(tr['acm_found'][0]), tr['cut_mask'][0])
+                for tr in feeds])
+    C_maps = iter([(maps[2 * i + 1], maps[2 * i]) for i in range(steps)])   # the kit: unlabeled first; theirs: labeled
     box_draws = iter(boxes)
     state = {}
     def choice_cp(a, p=None): return state.setdefault('cp', []).pop(0) if state.get('cp') else _next_cp()
@@ -522,12 +540,14 @@ def authors_steps(A, seed: int = 0, **_):
         lab_img = state['label']
         for i, v in enumerate(values):
             yy, xx = np.nonzero(lab_img == v)
-            if (yy.min(), xx.min(), yy.max() + 1, xx.max() + 1) == want: values[0], values[i] = values[i], values[0]; return
+            if (yy.min(), xx.min(), yy.max() + 1, xx.max() + 1) == want:
+                values[0], values[i] = values[i], values[0]; return
     def label(x, *a, **k):
         state['label'] = A.utils_label(x, *a, **k); return state['label']
     def uniform(low=0., high=1., size=None):
         u = state['box']
-        return {(1, 1): np.full((1, 1), 0.5) if low == high else u[1:2].reshape(1, 1), (1, 1, 2): u[2:4].reshape(1, 1, 2)}[tuple(size)]
+        if tuple(size) == (1, 1, 2): return u[2:4].reshape(1, 1, 2)               # the offsets
+        return np.full((1, 1), 0.5) if low == high else u[1:2].reshape(1, 1)      # the area (fixed), the aspect
     def rand(h, w):
         if not labeled_maps: labeled_maps.extend(list(state['maps'][0]) + list(state['maps'][1]))
         return 1 - labeled_maps.pop(0)
@@ -536,7 +556,8 @@ def authors_steps(A, seed: int = 0, **_):
     taken = []
     class SGD(torch.optim.SGD):
         def step(self, closure=None): taken.append(_grad_norms(student.net)); return super().step(closure)
-    opt = SGD(param_groups(student.net, o.lr, o.head_lr_mult), lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
+    opt = SGD(param_groups(student.net, o.lr, o.head_lr_mult), lr=o.lr, momentum=o.momentum,
+              weight_decay=o.weight_decay)
     sched = A.lr_helper.LRScheduler('poly', {'power': o.poly_power}, steps, opt, 1, 0)
     losses = []
     def recorded(crit):
@@ -550,34 +571,39 @@ def authors_steps(A, seed: int = 0, **_):
     A.train.random = SimpleNamespace(random=lambda: 0.9)                  # picks image 0 of the pair: the kit's target
     A.train.dist = SimpleNamespace(all_reduce=lambda t: t)
     A.utils.np = _np_shim(SimpleNamespace(choice=bank_choice, uniform=uniform))
-    A.utils.random = SimpleNamespace(choice=lambda seq: torch.tensor([state['acm'][1]]), randint=lambda a, b: state['acm'][1],
-                                     shuffle=shuffle)
+    A.utils.random = SimpleNamespace(choice=lambda seq: torch.tensor([state['acm'][1]]),
+                                     randint=lambda a, b: state['acm'][1], shuffle=shuffle)
     A.utils_label, A.utils.label = A.utils.label, label
     A.loss.torch = _shim(torch, rand=rand)
     try:
         with _cpu_cuda():
-            _, bank, table = A.train.train(student, opt, sched, crit, _Loader(lab), 0, 0, teacher, _Loader(unl, dataset), crit_cons,
-                                           rec['bank0'][None].repeat(3, 1), torch.zeros(C, rec['n_unlabeled']))
+            bank0, table0 = rec['bank0'][None].repeat(3, 1), torch.zeros(C, rec['n_unlabeled'])
+            _, bank, table = A.train.train(student, opt, sched, crit, _Loader(lab), 0, 0, teacher,
+                                           _Loader(unl, dataset), crit_cons, bank0, table0)
     finally:
         A.train.np, A.train.random, A.train.dist = saved['tnp'], saved['trandom'], saved['tdist']
-        A.utils.np, A.utils.random, A.utils.label, A.loss.torch = saved['unp'], saved['urandom'], saved['ulabel'], saved['ltorch']
-    out = [dict(loss_s=losses[3 * i], loss_u=losses[3 * i + 1] + losses[3 * i + 2], grad=taken[i]) for i in range(steps)]
-    return dict(steps=out, bank=bank[0].tolist(), table=digest(table.bool().to(torch.uint8)), table_count=int(table.sum()))
+        A.utils.np, A.utils.random, A.utils.label = saved['unp'], saved['urandom'], saved['ulabel']
+        A.loss.torch = saved['ltorch']
+    out = [dict(loss_s=losses[3 * i], loss_u=losses[3 * i + 1] + losses[3 * i + 2], grad=taken[i])
+           for i in range(steps)]                                       # criteria in order: sup, labeled, unlabeled
+    return dict(steps=out, bank=bank[0].tolist(), table=digest(table.bool().to(torch.uint8)),
+                table_count=int(table.sum()))
 
 AUTHORS = dict(bank=authors_bank, eq7=authors_eq7, cp_choice=authors_cp_choice, paste=authors_paste,
-               unsup_loss=authors_unsup_loss, table=authors_table, region=authors_region, fallback_box=authors_fallback_box,
+               unsup_loss=authors_unsup_loss, table=authors_table, region=authors_region,
+               fallback_box=authors_fallback_box,
                ohem=authors_ohem, split=authors_split, steps=authors_steps)
 
 NOT_LINED_UP = [  # what the whole-step case feeds or holds equal instead of comparing, and why
-    "BatchNorm of the student runs on running statistics and dropout is off on both sides: one target image per GPU has "
-    "batch statistics only through SyncBatchNorm over 8 GPUs, and the two codes draw dropout masks from different streams",
+    "BatchNorm of the student on running statistics and dropout off on both sides: one target image per GPU has batch "
+    "statistics only through SyncBatchNorm over 8 GPUs, and the two codes draw dropout masks from different streams",
     "the authors' random decisions are fed the kit's: Copy-Paste classes (np.random.choice), the target of the pair "
     "(random.random), ACM's class and source image (sample_from_bank), the region (random.shuffle), the fallback box "
-    "(np.random.uniform) and the AES maps (torch.rand); the kit draws ACM's sources one step ahead (to load them in the "
-    "background), so their bank and table at the draw are one step older than the authors'",
+    "(np.random.uniform), the AES maps (torch.rand); the kit draws ACM's sources one step ahead (to load them in the "
+    "background), so its bank and table at that draw are one step older than the authors'",
     "batches: the kit's loader and augmentation give both sides the same images (theirs read files with cv2)",
-    "start: the authors' teacher starts as an independent random network and their bank as uniform random numbers; both "
-    "sides start from the kit's student copy and 1/C",
+    "start: the authors' teacher is an independent random network and their bank uniform random numbers; both sides "
+    "start from the kit's copy of the student and 1/C",
     "one process: dist.all_reduce is the identity",
 ]
 
@@ -588,20 +614,22 @@ def figures(A) -> dict:
     for name, fn, inputs, tol, what in CASES:
         ref, kit = AUTHORS[fn](A, **inputs), KIT[fn](**inputs)
         diff = compare(kit, ref, tol)
-        out['cases'][name] = dict(what=what, function=fn, inputs=inputs, tolerance=tol, authors=ref, kit_matches=not diff)
+        out['cases'][name] = dict(what=what, function=fn, inputs=inputs, tolerance=tol, authors=ref,
+                                  kit_matches=not diff)
         print(f"{name:22s} {'same' if not diff else 'DIFFERENT: ' + '; '.join(diff[:3])}")
     return out
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--authors-repo', required=True, help="a checkout of github.com/hzhupku/SemiSeg-AEL (read, never copied)")
+    p.add_argument('--authors-repo', required=True, help='a SemiSeg-AEL checkout (read, not copied)')
     p.add_argument('--out', default=str(GOLDEN), help=f'golden file to write (default {GOLDEN.relative_to(ROOT)})')
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     fig = figures(load_authors(a.authors_repo))
     out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix('.tmp'); tmp.write_text(json.dumps(fig, indent=1) + '\n'); tmp.replace(out)
-    print(f'wrote {out} ({sum(c["kit_matches"] for c in fig["cases"].values())} of {len(fig["cases"])} cases match the kit)')
+    same = sum(c['kit_matches'] for c in fig['cases'].values())
+    print(f"wrote {out} ({same} of {len(fig['cases'])} cases match the kit)")
     return 0 if all(c['kit_matches'] for c in fig['cases'].values()) else 1
 
 if __name__ == '__main__': sys.exit(main())
