@@ -23,7 +23,7 @@ def random_boxes(
     area: tuple[float, float] = (0.5, 0.5),  # range of the box area, as a fraction of h*w
     generator: torch.Generator | None = None,  # source of randomness
     device=None,  # device of the result
-    position: str = 'uniform',  # 'uniform': every offset equally likely; 'round': round(u x (h - box)), the authors' (edges half as likely)
+    position: str = 'uniform',  # 'uniform': offsets equally likely; 'round': round(u x (h - box)), the authors'
 ) -> torch.Tensor:  # long [n,4]: (y0, x0, y1, x1), end exclusive
     "`n` random boxes of area fraction ~U(area) and log-uniform aspect ratio, inside an h x w image."
     if position not in ('uniform', 'round'): raise ValueError(f"position {position!r} not in ('uniform', 'round')")
@@ -33,7 +33,9 @@ def random_boxes(
     bh = (hf * h).round().clamp(1, h).long()
     bw = (a / hf * w).round().clamp(1, w).long()
     if position == 'round': y0, x0 = (u[:, 2] * (h - bh)).round().long(), (u[:, 3] * (w - bw)).round().long()
-    else: y0, x0 = torch.minimum((u[:, 2] * (h - bh + 1)).long(), h - bh), torch.minimum((u[:, 3] * (w - bw + 1)).long(), w - bw)
+    else:
+        y0 = torch.minimum((u[:, 2] * (h - bh + 1)).long(), h - bh)
+        x0 = torch.minimum((u[:, 3] * (w - bw + 1)).long(), w - bw)
     return torch.stack([y0, x0, y0 + bh, x0 + bw], 1)
 
 def box_mask(
@@ -109,7 +111,7 @@ class ClassTable:
                  num_images: int,  # N, size of the unlabeled set (images are named by their index)
                  r_star: float = 0.005,  # r*: a class is present if its pixel share is > r*
                  device='cpu',
-                 rule: str = 'share',  # 'share': share of counted pixels > r*; 'authors': pixels >= r* x width^2 (their code)
+                 rule: str = 'share',  # 'share': share of counted pixels > r*; 'authors': pixels >= r* x width^2
                 ):
         if rule not in ('share', 'authors'): raise ValueError(f"rule {rule!r} not in ('share', 'authors')")
         self.num_classes, self.num_images, self.r_star, self.rule = num_classes, num_images, r_star, rule
@@ -271,7 +273,7 @@ def region_boxes(
     generator: torch.Generator | None = None,  # source of randomness
     min_area: float = 0.005,  # a component must cover more than this fraction of the image (counted in pixels)
     stride: int = 1,  # find components on stride x stride cells holding any mask pixel; 1 = on the pixels
-    full: str = 'region',  # a mask covering the whole map: 'region' (its box is the image) or 'fallback' (found=False, the authors')
+    full: str = 'region',  # a mask covering the map: 'region' (the image's box) or 'fallback' (found=False, authors')
 ) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found)
     "Tight box of a random connected component larger than `min_area`; found=False where there is none."
     if full not in ('region', 'fallback'): raise ValueError(f"full {full!r} not in ('region', 'fallback')")
@@ -311,7 +313,7 @@ def acm_boxes(
     fallback_area: tuple[float, float] = (0.5, 0.5),  # random box when there is no usable region
     src_valid: torch.Tensor | None = None,  # bool [B,H,W] real (not padded) source pixels
     stride: int = 4,  # components on stride x stride cells (4 = DeepLabv3+ output); 1 = on the pixels, as the authors
-    full: str = 'region',  # a source all of the class: 'region' (the whole image) or 'fallback' (a random box, the authors')
+    full: str = 'region',  # a source all of the class: 'region' (the image) or 'fallback' (a random box, authors')
     position: str = 'uniform',  # the random box's offset, see `random_boxes`
 ) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found: True = class region, False = fallback)
     "Adaptive CutMix's box per source: a region of class `classes[i]` (appendix A), else a random box."

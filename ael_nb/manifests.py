@@ -313,7 +313,7 @@ def import_authors(list_file,               # the authors' `data_list` file: one
                    seed: int = 0,           # their `--seed` (default 0)
                    name: str = '', provenance: dict | None = None,
                   ) -> Manifest:
-    "The labeled set SemiSeg-AEL draws at start: `random.seed(seed); random.sample(lines, n_sup)` over its list's lines."
+    "The labeled set SemiSeg-AEL draws at start: `random.seed(seed); random.sample(lines, n_sup)` over the lines."
     path = Path(list_file)
     if not path.is_file(): raise DataError(path, 'split list is missing')
     with open(path) as f: lines = [l.strip().split(' ') for l in f]      # as their BaseDataset reads it
@@ -321,14 +321,15 @@ def import_authors(list_file,               # the authors' `data_list` file: one
         raise DataError(path, f"line {empty[0]} is empty: the authors' code would count it as an image; remove it")
     if n_sup is None or not 0 < n_sup < len(lines):
         raise DataError(path, f'--n-sup must be in 1..{len(lines) - 1} for its {len(lines)} lines, got {n_sup}')
-    labeled = [path_to_id(l[0]) for l in random.Random(seed).sample(lines, n_sup)]   # = random.seed(seed); random.sample
+    labeled = [path_to_id(l[0]) for l in random.Random(seed).sample(lines, n_sup)]   # as after random.seed(seed)
     ids = [path_to_id(l[0]) for l in lines]
     if len(set(ids)) != len(ids): raise DataError(path, f'{len(ids) - len(set(ids))} ids listed twice')
     draw = ('random.seed(seed); random.sample(lines, n_sup) over the lines of the data_list file, as '
-            'semseg/dataset/cityscapes_semi_cp.py and pascal_voc_semi_cp.py of github.com/hzhupku/SemiSeg-AEL (747c797)')
-    prov = _file_prov('authors', [path]) | dict(draw=draw, n_sup=n_sup, seed=seed, lines=len(lines)) | (provenance or {})
-    split = split or default_split(dataset)
-    m = Manifest(dataset, split, sorted(labeled), sorted(set(ids) - set(labeled)), count=n_sup, seed=seed, provenance=prov)
+            'semseg/dataset/cityscapes_semi_cp.py and pascal_voc_semi_cp.py, github.com/hzhupku/SemiSeg-AEL 747c797')
+    prov = _file_prov('authors', [path]) | dict(draw=draw, n_sup=n_sup, seed=seed, lines=len(lines))
+    prov |= provenance or {}
+    split, unlabeled = split or default_split(dataset), sorted(set(ids) - set(labeled))
+    m = Manifest(dataset, split, sorted(labeled), unlabeled, count=n_sup, seed=seed, provenance=prov)
     m.name = split_prefix(dataset, split) + (name or f'authors_{n_sup}_seed{seed}')
     return validate_manifest(m, path)
 
@@ -385,8 +386,8 @@ def _parser():
     mk.add_argument('--out', default='data_manifests', help='output folder (default data_manifests)')
     mk.add_argument('--force', action='store_true', help='overwrite existing manifests that differ')
     im = sub.add_parser('import', help='convert split lists of another codebase',
-                        description='Convert the labeled/unlabeled split lists of UniMatch, U2PL or CPS into a manifest, '
-                                    "or redo the authors' (SemiSeg-AEL) seeded draw from their data_list file.")
+                        description='Convert the labeled/unlabeled split lists of UniMatch, U2PL or CPS into a '
+                                    "manifest, or redo the authors' (SemiSeg-AEL) seeded draw from their data_list.")
     im.add_argument('format', choices=sorted(IMPORTERS), help='unimatch: <folder>/{labeled,unlabeled}.txt; u2pl: <folder> or its labeled.txt '
                     '(unlabeled.txt beside it, else the rest of the split from --root); cps: *_labeled_1-N.txt; '
                     "authors: SemiSeg-AEL's data_list (e.g. fine_train.txt) with --n-sup and --seed")
@@ -452,7 +453,8 @@ def _import(a) -> list[str]:
     if (a.format == 'authors') != (a.n_sup is not None) or (a.seed is not None and a.format != 'authors'):
         raise ValueError('--n-sup and --seed belong to the authors format, which needs --n-sup')
     if a.format == 'authors':
-        kw |= dict(n_sup=a.n_sup, seed=a.seed or 0); cmd += ' ' + shlex.join(['--n-sup', str(a.n_sup), '--seed', str(a.seed or 0)])
+        kw |= dict(n_sup=a.n_sup, seed=a.seed or 0)
+        cmd += ' ' + shlex.join(['--n-sup', str(a.n_sup), '--seed', str(a.seed or 0)])
     m = IMPORTERS[a.format](a.path, a.dataset, split, provenance=dict(command=cmd), **kw)
     if ds is not None: verify_manifest(m, ds); return [_write(m, a.out, a.force)]
     check_without_data(m, a.path)
