@@ -125,7 +125,7 @@ class ClassTable:
 
 # %% ../nbs/13_cutmix.ipynb #7b3fca97
 @patch
-def class_counts(self: ClassTable,
+def pixel_counts(self: ClassTable,
                  pseudo: torch.Tensor,  # [B,H,W] pseudo-labels (teacher argmax), ignore_index = not counted
                  ignore_index: int = IGNORE_INDEX,
                 ) -> torch.Tensor:  # float64 [B,C]: pixels of each class
@@ -142,7 +142,7 @@ def class_shares(self: ClassTable,
                  ignore_index: int = IGNORE_INDEX,
                 ) -> torch.Tensor:  # float64 [B,C]: share of each class among the counted pixels
     "Pixel share r^c of each class in each pseudo-label map."
-    counts = self.class_counts(pseudo, ignore_index)
+    counts = self.pixel_counts(pseudo, ignore_index)
     return counts / counts.sum(1, keepdim=True).clamp_min(1)
 
 @patch
@@ -152,7 +152,7 @@ def holds(self: ClassTable,
          ) -> torch.Tensor:  # bool [B,C]
     "Which classes each map holds: share > r* (`rule='share'`), or pixels >= r* x width^2 (`rule='authors'`)."
     if self.rule == 'share': return self.class_shares(pseudo, ignore_index) > self.r_star
-    return self.class_counts(pseudo, ignore_index) >= self.r_star * pseudo.shape[-1] ** 2
+    return self.pixel_counts(pseudo, ignore_index) >= self.r_star * pseudo.shape[-1] ** 2
 
 @patch
 def update(self: ClassTable,
