@@ -232,8 +232,8 @@ def kit_steps(seed: int = 0, steps: int = 3, record: dict | None = None, overrid
     import copy
     from ael_nb.config import get_config
     from ael_nb.core import make_generator, seed_everything
-    from ael_nb.plan import build_data, make_loader, mix_seed
-    from ael_nb.state import build_state, micro_batch, unlabeled_micro_batch
+    from ael_nb.plan import build_data, make_loader, micro_batch, mix_seed, unlabeled_micro_batch
+    from ael_nb.state import build_state
     from ael_nb.steps import Trace, ael_step
     from ael_nb.teacher import ema_update
     cfg = get_config('cityscapes-authors', overrides=STEP_OVERRIDES + [f'run.seed={seed}', *overrides])
