@@ -619,6 +619,13 @@ def figures(A) -> dict:
         print(f"{name:22s} {'same' if not diff else 'DIFFERENT: ' + '; '.join(diff[:3])}")
     return out
 
+def dumps(o, indent: int = 0) -> str:
+    "JSON with one key per line and every list on one line (a small, diffable file)."
+    if not isinstance(o, dict) or not o: return json.dumps(o)
+    pad = ' ' * (indent + 1)
+    items = ',\n'.join(f'{pad}{json.dumps(k)}: {dumps(v, indent + 1)}' for k, v in o.items())
+    return '{\n' + items + '\n' + ' ' * indent + '}'
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--authors-repo', required=True, help='a SemiSeg-AEL checkout (read, not copied)')
@@ -627,7 +634,7 @@ def main(argv=None):
     torch.set_num_threads(1)
     fig = figures(load_authors(a.authors_repo))
     out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix('.tmp'); tmp.write_text(json.dumps(fig, indent=1) + '\n'); tmp.replace(out)
+    tmp = out.with_suffix('.tmp'); tmp.write_text(dumps(fig) + '\n'); tmp.replace(out)
     same = sum(c['kit_matches'] for c in fig['cases'].values())
     print(f"wrote {out} ({same} of {len(fig['cases'])} cases match the kit)")
     return 0 if all(c['kit_matches'] for c in fig['cases'].values()) else 1
