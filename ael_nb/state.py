@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 from .core import DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state
-from .config import Config, to_dict, flat_items, from_dict
+from .config import Config, to_dict, flat_items, from_dict, resolve_method, framework, FRAMEWORKS
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .teacher import make_teacher
@@ -102,19 +102,19 @@ def micro_batch(cfg: Config) -> int:
 
 def unlabeled_micro_batch(cfg: Config) -> int:
     "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved in the authors' ACM arrangement (`method.acm_targets='half'`)."
-    n, m = micro_batch(cfg) * cfg.data.unlabeled_ratio, cfg.method
-    if m.name == 'ael' and m.acm and m.acm_targets == 'half':
+    n, m = micro_batch(cfg) * cfg.data.unlabeled_ratio, resolve_method(cfg).method
+    if m.acm and m.acm_targets == 'half':
         if n % 2: raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and micro-step, got {n}")
         n //= 2
     return n
 
 def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
     "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with), or a lone image meets BatchNorm."
-    m, b_l, b_u, where = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
-    if m.name == 'ael' and m.acp and b_l < 2:
+    m, b_l, b_u, where = resolve_method(cfg).method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
+    if m.acp and b_l < 2:
         raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, but each rank holds {b_l} ({where}); "
                          "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
-    if (m.name == 'cutmix' or (m.name == 'ael' and not m.acm)) and b_u < 2:
+    if framework(m) in FRAMEWORKS and not m.acm and b_u < 2:
         raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
                          "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
     pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'      # SyncBatchNorm: statistics over all ranks
@@ -126,7 +126,7 @@ def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
-    mc, oc, me = cfg.model, cfg.optim, cfg.method
+    mc, oc, me = cfg.model, cfg.optim, resolve_method(cfg).method
     student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained, dropout=mc.dropout,
                           checkpointing=mc.checkpointing).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
@@ -140,7 +140,7 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
     bank = ConfidenceBank(data.info.num_classes, me.tau, me.indicator, me.bank_init, me.absent_as_zero, me.bank_reduction,
                           data.info.ignore_index, device=device)
     table = sources = None
-    if me.name == 'ael' and me.acm:
+    if me.acm:
         table = ClassTable(data.info.num_classes, len(data.unlabeled), r_star=me.r_star, device=device)
         unl = Augmented(data.unlabeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=False)
         sources = AcmSources(unl, table, background=cfg.data.acm_prefetch)
