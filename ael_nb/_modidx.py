@@ -524,4 +524,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'ael_nb.transforms.normalize': ('transforms.html#normalize', 'ael_nb/transforms.py'),
                                    'ael_nb.transforms.other_index': ('transforms.html#other_index', 'ael_nb/transforms.py'),
                                    'ael_nb.transforms.resize_crop': ('transforms.html#resize_crop', 'ael_nb/transforms.py'),
-                                   'ael_nb.transforms.weak_augment': ('transforms.html#weak_augment', 'ael_nb/transforms.py')}}}
+                                   'ael_nb.transforms.weak_augment': ('transforms.html#weak_augment', 'ael_nb/transforms.py')},
+            'ael_nb.unimatch': { 'ael_nb.unimatch.step_function': ('unimatch.html#step_function', 'ael_nb/unimatch.py'),
+                                 'ael_nb.unimatch.unimatch_step': ('unimatch.html#unimatch_step', 'ael_nb/unimatch.py')}}}
