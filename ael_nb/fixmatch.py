@@ -45,8 +45,9 @@ def strong_view(x: torch.Tensor,        # normalised images [B,3,H,W] (weak view
     "Photometric strong views: colour jitter, grayscale and Gaussian blur, each with its probability, drawn per image."
     mean, std = _mean_std(x)
     u = draw((len(x), 12), g, x.device).tolist()
-    img = (x.float() * std + mean).clamp(0, 1)
-    return (torch.stack([_perturb(i, r, m) for i, r in zip(img, u)]) - mean) / std
+    with torch.autocast(x.device.type, enabled=False):               # pixels in fp32 whatever the step's autocast (the blur is a conv)
+        img = (x.float() * std + mean).clamp(0, 1)
+        return (torch.stack([_perturb(i, r, m) for i, r in zip(img, u)]) - mean) / std
 
 # %% ../nbs/18a_fixmatch.ipynb #da49a597
 def forward_weak(S: TrainState, x_l: torch.Tensor, x_w: torch.Tensor,
