@@ -346,7 +346,7 @@ def markdown(r: dict) -> str:
         L += ["## (d) the weak-to-strong frameworks, alone and with AEL\n",
               f"{st['dataset']}, crop {st['crop'][0]}x{st['crop'][1]}, {st['batch_labeled']} labeled + {st['batch_unlabeled']} unlabeled images, "
               f"{st['backbone']} OS{st['output_stride']}, {st['threads']} thread(s), median of {st['reps']} steps after 2 warm-up steps, one process. "
-              "'+ael': the four components, 4 targets + 4 ACM sources as ael-train.\n",
+              "'+ael': the four components, half the unlabeled batch targets and half ACM's sources, as ael-train.\n",
               '| framework | step (s) | × CutMix | + AEL (s) | + AEL / alone | AEL components, share of the + AEL step |', '|---|---|---|---|---|---|']
         for k in ('cutmix', 'fixmatch', 'unimatch'):
             share = rt[f'{k}+ael_components_share']
