@@ -92,18 +92,21 @@ class MethodConfig:
     acm: bool|None = None                   # adaptive CutMix (Eq. 7); off = plain CutMix
     acp: bool|None = None                   # adaptive Copy-Paste on labeled images
     # weak-to-strong frameworks (fixmatch, unimatch: nbs/18a, 18b); defaults: UniMatch's code (LiheYoung/UniMatch@7292bac)
-    teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views: the EMA teacher (the kit), or the student under stop-gradient (FixMatch, UniMatch)
-    conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this (FixMatch, UniMatch: 0.95)
-    strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch always 1)
-    fp_dropout: float = 0.5                 # unimatch: Dropout2d rate on the encoder features of the weak view (0: no feature stream)
-    unimatch_weights: tuple[float, float] = (0.5, 0.5)  # unimatch: weights of the image-level (mean over strong views) and feature-level losses
-    halve_loss: bool = True                 # fixmatch/unimatch: (L_s + L_u) / 2 as their code does; false: L_s + L_u as AEL
-    jitter: tuple[float, float, float, float] = (0.5, 0.5, 0.5, 0.25)  # strong view: colour jitter (brightness, contrast, saturation, hue)
+    teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views: the EMA teacher (the kit), or the student
+                                            # itself under stop-gradient (FixMatch, UniMatch)
+    conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this (UniMatch: 0.95)
+    strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch: 1)
+    fp_dropout: float = 0.5                 # unimatch: Dropout2d rate on the weak view's encoder features (0: no stream)
+    unimatch_weights: tuple[float, float] = (0.5, 0.5)  # unimatch: weights of the image-level (mean over strong views)
+                                            # and the feature-level losses
+    halve_loss: bool = True                 # fixmatch/unimatch: (L_s + L_u) / 2 as their code does; false: L_s + L_u
+    jitter: tuple[float, float, float, float] = (0.5, 0.5, 0.5, 0.25)  # strong view: colour jitter (brightness,
+                                            # contrast, saturation, hue)
     jitter_prob: float = 0.8                # strong view: probability of the colour jitter
     gray_prob: float = 0.2                  # strong view: probability of grayscale
     blur_prob: float = 0.5                  # strong view: probability of a Gaussian blur, sigma ~ U(blur_sigma)
     blur_sigma: tuple[float, float] = (0.1, 2.0)
-    mix_prob: float = 0.5                   # strong view: probability that an image gets a CutMix box from another image
+    mix_prob: float = 0.5                   # strong view: probability of a CutMix box from another image
     mix_area: tuple[float, float] = (0.02, 0.4)  # strong view: CutMix box area range (fraction of the image)
     # confidence bank (Eq. 3-6)
     indicator: Literal['confidence', 'margin', 'entropy'] = 'confidence'  # Table 7
@@ -182,7 +185,7 @@ AEL_PARTS = ('acp', 'acm', 'aes', 'dr')
 FRAMEWORKS = ('cutmix', 'fixmatch', 'unimatch')
 
 def framework(m: MethodConfig) -> str:
-    "The basic framework a method trains with: `base` under 'ael', else the method itself ('supervised', 'meanteacher' too)."
+    "The basic framework a method trains with: `base` under 'ael', else the method itself."
     return m.base if m.name == 'ael' else m.name
 
 def resolve_method(cfg: Config) -> Config:
@@ -372,7 +375,7 @@ RANGES = {
     'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)), 'run.log_interval': _int(1),
     'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
     'run.checkpoint_interval': _int(0), 'run.checkpoint_minutes': _num(0), 'run.max_skipped': _int(0),
-    **{f'method.{p}': ((lambda v: v is None or isinstance(v, bool)), "true, false or null (on under method.name=ael only)")
+    **{f'method.{p}': ((lambda v: v is None or isinstance(v, bool)), "true, false or null (on under method.name=ael)")
        for p in AEL_PARTS},
     'method.conf_thresh': _PROB, 'method.strong_views': _int(1), 'method.fp_dropout': _num(0, 1, hi_open=True),
     'method.unimatch_weights': _each(_num(0)), 'method.jitter': _each(_num(0)), 'method.jitter_prob': _PROB,
@@ -382,12 +385,12 @@ RANGES = {
 
 def _method_checks(m: MethodConfig) -> list[str]:
     "Switches that would be silently ignored by the chosen method."
-    bad = [f"method.{p}=true needs a basic framework to act on (method.name={m.name!r}): use cutmix, fixmatch, unimatch or ael"
-           for p in AEL_PARTS if getattr(m, p) and m.name in ('supervised', 'meanteacher')]
+    bad = [f"method.{p}=true needs a basic framework to act on (method.name={m.name!r}): use cutmix, fixmatch, "
+           "unimatch or ael" for p in AEL_PARTS if getattr(m, p) and m.name in ('supervised', 'meanteacher')]
     if m.base != 'cutmix' and m.name != 'ael':
         bad.append(f"method.base={m.base!r} applies under method.name=ael; for {m.base} alone use method.name={m.base}")
     if m.teacher == 'student' and framework(m) not in ('fixmatch', 'unimatch'):
-        bad.append(f"method.teacher=student applies to fixmatch and unimatch, not {framework(m)!r} (its teacher is the EMA model)")
+        bad.append(f"method.teacher=student applies to fixmatch and unimatch, not {framework(m)!r} (EMA teacher)")
     if m.jitter[3] > 0.5: bad.append(f"method.jitter={m.jitter!r}: the hue jitter (4th value) must be <= 0.5")
     return bad
 
@@ -491,10 +494,11 @@ PRESETS.update({f'{d}-authors': (lambda d=d: authors(d)) for d in AUTHORS})
 # %% ../nbs/14_config.ipynb #afa9815a
 _W2S_COMMON = ['method.teacher=student', 'method.conf_thresh=0.95', 'optim.weight_decay=1e-4', 'model.aux=false',
                'data.batch_size=8']
-WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001', 'optim.head_lr_mult=10', 'optim.sup_loss=ce',
-                                         'model.output_stride=16', 'eval.protocol=whole'],
+WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001', 'optim.head_lr_mult=10',
+                                         'optim.sup_loss=ce', 'model.output_stride=16', 'eval.protocol=whole'],
                       cityscapes=_W2S_COMMON + ['data.crop_size=769', 'optim.lr=0.005', 'optim.head_lr_mult=1',
-                                                'optim.sup_loss=ohem', 'model.backbone=resnet50', 'model.output_stride=8'])
+                                                'optim.sup_loss=ohem', 'model.backbone=resnet50',
+                                                'model.output_stride=8'])
 
 def weak_to_strong(dataset: str, method: str) -> Config:
     "The `dataset` preset with `method` ('fixmatch' or 'unimatch') at its authors' values (`WEAK_TO_STRONG[dataset]`)."
@@ -502,7 +506,8 @@ def weak_to_strong(dataset: str, method: str) -> Config:
     c.preset = f'{dataset}-{method}'
     return c
 
-PRESETS.update({f'{d}-{m}': (lambda d=d, m=m: weak_to_strong(d, m)) for d in WEAK_TO_STRONG for m in ('fixmatch', 'unimatch')})
+PRESETS.update({f'{d}-{m}': (lambda d=d, m=m: weak_to_strong(d, m))
+                for d in WEAK_TO_STRONG for m in ('fixmatch', 'unimatch')})
 
 # %% ../nbs/14_config.ipynb #3e49686b
 ABLATIONS = {

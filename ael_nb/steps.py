@@ -163,38 +163,42 @@ def aes_dr_loss(S: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat: tor
     return unsup_loss(logits.float(), y_hat, w, per_image=m.unsup_per_image), keep, w      # Eq. 11
 
 # %% ../nbs/18_steps.ipynb #e7cea565
-def copy_paste_labeled(S: TrainState, lb: dict, g: torch.Generator, trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    "ACP: the labeled images and labels with objects of low-confidence classes pasted in (Eq. 7); as they are when ACP is off."
+def copy_paste_labeled(S: TrainState, lb: dict, g: torch.Generator,
+                       trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    "ACP: the labeled images and labels with objects of low-confidence classes pasted in (Eq. 7); as they are when off."
     m = S.cfg.method
     if not m.acp: return lb['image'], lb['label']
     with section(trace, 'ACP'):
         r_cp = sampling_prob(S.bank.conf, m.temperature, exclude=m.cp_exclude, sqrt=m.cp_sqrt)   # Eq. 7
-        x_l, y_l, cp = adaptive_copy_paste(lb['image'], lb['label'], r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale, generator=g, return_info=True)
+        x_l, y_l, cp = adaptive_copy_paste(lb['image'], lb['label'], r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale,
+                                           generator=g, return_info=True)
     if trace is not None: trace.record(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
     return x_l, y_l
 
 def acm_sources(S: TrainState, ub: dict, g: torch.Generator, trace: Trace|None = None) -> dict|None:
-    "ACM's sources, one per unlabeled image: a class c ~ r (Eq. 7) and an unlabeled image holding c; None when ACM is off."
+    "ACM's sources, one per unlabeled image: a class c ~ r (Eq. 7) and an unlabeled image holding c; None when off."
     m = S.cfg.method
     if not m.acm: return None
     with section(trace, 'ACM: sources'):
         r_cm = sampling_prob(S.bank.conf, m.temperature, exclude=m.acm_exclude)
         src = to_device(S.sources.take(r_cm, len(ub['image']), g), ub['image'].device)
-    if trace is not None: trace.record(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'], acm_src_image=src['image'])
+    if trace is not None: trace.record(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'],
+                                       acm_src_image=src['image'])
     return src
 
 def acm_table(S: TrainState, ub: dict, p_t: torch.Tensor, src: dict, p_src: torch.Tensor, trace: Trace|None = None):
     "The class table learns what the teacher has just seen: its pseudo-labels of the weak views and of ACM's sources."
-    with section(trace, 'ACM: class table'): S.table.update(ub['index'], pseudo_label(p_t)); S.table.update(src['index'], pseudo_label(p_src))
+    with section(trace, 'ACM: class table'):
+        S.table.update(ub['index'], pseudo_label(p_t)); S.table.update(src['index'], pseudo_label(p_src))
 
 def acm_paste(S: TrainState, x_t: torch.Tensor, p_t: torch.Tensor, x_src: torch.Tensor, src: dict, p_src: torch.Tensor,
               g: torch.Generator, trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    "Adaptive CutMix: into each target (`x_t`, `p_t`) the region of its source's class c (`x_src`, `p_src`); returns images, probabilities, mask."
+    "Adaptive CutMix: into each target (`x_t`, `p_t`) the region of its source's class c (`x_src`, `p_src`)."
     m = S.cfg.method
     with section(trace, 'ACM: regions + paste'):
         x_u, p_u, cut, found = adaptive_cutmix(x_t, p_t, x_src, p_src, src['classes'], g,
-                                               min_area=m.r_star if m.acm_min_area is None else m.acm_min_area, stride=m.acm_stride,
-                                               src_valid=src['valid'], return_found=True)
+                                               min_area=m.r_star if m.acm_min_area is None else m.acm_min_area,
+                                               stride=m.acm_stride, src_valid=src['valid'], return_found=True)
     if trace is not None: trace.record(acm_found=found)
     return x_u, p_u, cut
 
@@ -202,7 +206,7 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace
     "AEL: the basic framework + ACP, ACM, AES and DR, all driven by the confidence bank (Eq. 3-11)."
     m = S.cfg.method
     x_l, y_l = copy_paste_labeled(S, lb, g, trace)                    # adaptive Copy-Paste (labeled)
-    src = acm_sources(S, ub, g, trace)                                # adaptive CutMix's sources: c ~ r (Eq. 7), an image holding c
+    src = acm_sources(S, ub, g, trace)                                # ACM's sources: c ~ r (Eq. 7), an image holding c
     with section(trace, 'teacher forward'):                           # one teacher call for every view it must label
         p = teacher_views(S, weak=(ub['image'], ub['valid']), src=(src['image'], src['valid']) if m.acm else None,
                           lab=(x_l, lb['valid']) if m.labeled_unsup else None)
