@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 from torchvision.transforms.v2 import functional as TF
 from .config import MethodConfig
-from .transforms import draw, IMAGENET_MEAN, IMAGENET_STD
+from .core import draw
+from .transforms import IMAGENET_MEAN, IMAGENET_STD
 from .cutmix import cutmix
 from .state import TrainState
 from .steps import (Trace, section, supervised_loss, teacher_probs, teacher_views, pseudo_label, alpha_ramp,
