@@ -1,7 +1,6 @@
 """FixMatch and UniMatch in the engine: they train, AEL's components switch on over them, a run resumes exactly and keeps
-traces; the paper's AEL (AEL on the CutMix framework) trains bit for bit as before they joined."""
-import io, json, os, subprocess, sys, tarfile
-from pathlib import Path
+traces. (That the paper's AEL, AEL on the CutMix framework, trains bit for bit as before: tests/test_digests.py.)"""
+import json, os, subprocess, sys
 import pytest
 import torch
 from ael_nb.config import get_config
@@ -11,7 +10,6 @@ from ael_nb.state import read_checkpoint
 from ael_nb.train import train
 
 torch.set_num_threads(1)
-REPO = Path(__file__).resolve().parents[1]
 
 def tiny(out, *extra):
     return get_config('cpu', overrides=TINY + [f'run.out={out}', *extra])
@@ -56,32 +54,3 @@ def test_ael_train_cli_runs_unimatch_with_acp(tmp_path):
     assert s['method'] == 'unimatch' and s['it'] == 2
     cfg = read_checkpoint(tmp_path / 'latest.pth')['config']['method']
     assert (cfg['acp'], cfg['acm'], cfg['aes'], cfg['dr']) == (True, False, False, False)
-
-
-# ---------------------------------------------------------------- the paper's AEL, pinned to the code before this change
-PAPER_AEL_COMMIT = 'b1947d9a3fba891d30ce1a374b8195b9b1b9e7ad'   # the last commit before FixMatch and UniMatch joined the engine
-PINNED = {'ael': ['method.name=ael'], 'ael acm half': ['method.name=ael', 'method.acm_targets=half', 'data.batch_size=4'],
-          'cutmix': ['method.name=cutmix'], 'ael no components': ['method.name=ael', 'method.acp=false', 'method.acm=false',
-                                                                  'method.aes=false', 'method.dr=false']}
-DIGESTS = ("import json, sys; from ael_nb.config import get_config; from ael_nb.train import train; "
-           "s = train(get_config('cpu', overrides=sys.argv[1:])); print(json.dumps([s['weights'], s['teacher_weights'], s['conf']]))")
-
-@pytest.fixture(scope='module')
-def pinned_code(tmp_path_factory):
-    d = tmp_path_factory.mktemp('pinned')
-    r = subprocess.run(['git', '-C', str(REPO), 'archive', PAPER_AEL_COMMIT, 'ael_nb'], capture_output=True)
-    assert r.returncode == 0, f"commit {PAPER_AEL_COMMIT} is not in this checkout's history (a shallow clone?): {r.stderr.decode()}"
-    tarfile.open(fileobj=io.BytesIO(r.stdout)).extractall(d)
-    return d
-
-def _digests(code: Path, out: Path, over: list[str]) -> list:
-    r = subprocess.run([sys.executable, '-c', DIGESTS, *TINY, 'optim.iters=3', f'run.out={out}', *over], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=str(code), OMP_NUM_THREADS='1'), timeout=600)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-@pytest.mark.parametrize('name', list(PINNED))
-def test_paper_ael_is_unchanged_bit_for_bit(tmp_path, pinned_code, name):
-    before = _digests(pinned_code, tmp_path / 'before', PINNED[name])
-    now = _digests(REPO, tmp_path / 'now', PINNED[name])
-    assert now == before, f"{name}: weights (student, teacher) and bank {now} differ from commit {PAPER_AEL_COMMIT[:8]}'s {before}"
