@@ -16,12 +16,13 @@ from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
                          seed_everything, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
                          average_buffers, peak_memory_gb, rank_values)
-from .config import Config, save_config
+from .config import Config, save_config, resolve_method
 from .teacher import ema_update
 from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch,
                          check_micro_batches)
 from .state import TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest
-from .steps import STEPS, Trace, section, apply_pending_bank
+from .steps import Trace, section, apply_pending_bank
+from .unimatch import step_function
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
                            check_weights, claim_run_dir, disk_space, resume_command)
@@ -37,7 +38,8 @@ class Run:
         from tqdm.auto import tqdm
         self.cfg, self.data, self.S, self.device, self.stop, self.log = cfg, data, S, device, stop, log
         self.owns_group, self.lock = owns_group, lock
-        self.out, self.semi, self.step_fn = Path(cfg.run.out), cfg.method.name != 'supervised', STEPS[cfg.method.name]
+        self.out, self.semi = Path(cfg.run.out), cfg.method.name != 'supervised'
+        self.step_fn = step_function(cfg.method)
         self.dl_l, self.dl_u = self._loaders()
         self.cms, self.summaries = {}, {}                               # the last evaluation
         self.n_img, self.t0, self.t_start = 0, time.time(), time.time()   # images and time since the last log line
@@ -82,7 +84,7 @@ def setup(cfg: Config,
     device = resolve_device(cfg.run.device)
     owns_group = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device); torch.backends.cudnn.benchmark = cfg.run.cudnn_benchmark
-    as_given, cfg = cfg, copy.deepcopy(cfg)              # config.yaml keeps what was asked; the run uses what resolves
+    as_given, cfg = cfg, resolve_method(copy.deepcopy(cfg))   # config.yaml keeps what was asked; the run: what resolves
     cfg.optim.amp = resolve_amp(as_given.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda':
         raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
