@@ -187,6 +187,7 @@ def copy_paste_labeled(S: TrainState, lb: dict, g: torch.Generator,
     if trace is not None: trace.record(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
     return x_l, y_l
 
+# %% ../nbs/18_steps.ipynb #6de0e2e3
 def acm_sources(S: TrainState, ub: dict, g: torch.Generator, trace: Trace|None = None) -> dict|None:
     "ACM's sources, one per unlabeled image: a class c ~ r (Eq. 7) and an unlabeled image holding c; None when off."
     m = S.cfg.method
@@ -215,6 +216,7 @@ def acm_paste(S: TrainState, x_t: torch.Tensor, p_t: torch.Tensor, x_src: torch.
     if trace is not None: trace.record(acm_found=found)
     return x_u, p_u, cut
 
+# %% ../nbs/18_steps.ipynb #ee18debf
 def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "AEL: the basic framework + ACP, ACM, AES and DR, all driven by the confidence bank (Eq. 3-11)."
     m = S.cfg.method
