@@ -133,7 +133,9 @@ class RunConfig:
     out: str = 'runs/ael'                   # run directory
     seed: int = 0                           # fixes the split draw, sampling, augmentation and initialisation
     device: str = 'auto'                    # 'auto' (CUDA if present), 'cpu', 'cuda', 'cuda:1'
-    resume: bool = False                    # continue from `<out>/latest.pth`
+    resume: bool = False                    # continue from `<out>/latest.pth` with the settings of `<out>/config.yaml`
+    allow_changes: bool = False             # with resume: accept settings that differ from config.yaml (logged in metrics.jsonl)
+    keep_previous: bool = True              # keep the checkpoint that latest.pth replaces as previous.pth (one more file on disk)
     stop_at: int|None = None                # stop after this step (the schedule still runs to `optim.iters`)
     log_interval: int = 20                  # steps between metrics.jsonl lines
     tensorboard: bool = True

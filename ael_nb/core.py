@@ -14,8 +14,8 @@ import torch.distributed as dist
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'dist_ready', 'rank', 'world_size', 'is_main',
-           'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text', 'sha256_file', 'seed_everything',
-           'rng_state', 'set_rng_state', 'make_generator']
+           'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal',
+           'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -89,6 +89,39 @@ def atomic_save(obj, path) -> Path:
 def atomic_write_text(path, text: str) -> Path:
     "Write `text` to `path` atomically."
     return _atomic(path, lambda f: f.write(text.encode()))
+
+# %% ../nbs/00_core.ipynb #a7d1e2c3
+def content_digest(obj) -> str:
+    "SHA-256 of nested dicts, lists and tuples of tensors, arrays and plain values: their bytes, types, shapes and order."
+    h = hashlib.sha256()
+    def walk(o):
+        if torch.is_tensor(o):
+            t = o.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}|".encode()); h.update(t.reshape(-1).view(torch.uint8).numpy().data)
+        elif isinstance(o, np.ndarray):
+            h.update(f"A{o.dtype}{o.shape}|".encode()); h.update(np.ascontiguousarray(o).reshape(-1).view(np.uint8).data)
+        elif isinstance(o, dict):
+            h.update(b'{')
+            for k, v in o.items(): walk(k); walk(v)
+            h.update(b'}')
+        elif isinstance(o, (list, tuple)):
+            h.update(b'[' if isinstance(o, list) else b'(')
+            for v in o: walk(v)
+            h.update(b']')
+        else: h.update(f"{type(o).__name__}:{o!r}|".encode())
+    walk(obj)
+    return 'sha256:' + h.hexdigest()
+
+def seal(d: dict) -> dict:
+    "`d` with its `content_digest` under 'digest' (what a checkpoint is written as)."
+    return dict({k: v for k, v in d.items() if k != 'digest'}, digest=content_digest({k: v for k, v in d.items() if k != 'digest'}))
+
+def unseal(d: dict, path) -> dict:
+    "`d` without its digest; raise `DataError` naming `path` if the content does not match it (None: written before digests)."
+    body = {k: v for k, v in d.items() if k != 'digest'}
+    if d.get('digest') is not None and content_digest(body) != d['digest']:
+        raise DataError(path, "damaged: its content does not match the digest written with it")
+    return body
 
 # %% ../nbs/00_core.ipynb #98494add
 def sha256_file(path, n: int = 12) -> str:

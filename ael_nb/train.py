@@ -19,11 +19,11 @@ from .model import unwrap
 from .teacher import ema_update
 from .plan import RunData, build_data, make_loader, mix_seed, to_device
 from .state import (TrainState, build_state, resolve_device, micro_batch, unlabeled_micro_batch, check_micro_batches,
-                           checkpoint, load_checkpoint, weights_digest)
+                           checkpoint, load_checkpoint, weights_digest, write_checkpoint, PREVIOUS)
 from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
-                           check_weights, claim_run_dir, disk_space, resume_command)
+                           check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
 __all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name', 'resolve_amp',
@@ -137,6 +137,7 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
 def _build_run(cfg, asked, init, device, created, lock) -> Run:
     "`setup`'s work once the run folder is claimed: data, state (fresh, resumed or from `init`), run directory and log."
     out = Path(cfg.run.out)
+    changes = check_resume(asked, out) if cfg.run.resume else []   # a resumed run keeps its settings unless told otherwise
     data = build_data(cfg)                                         # fails here on bad files
     if cfg.method.name != 'supervised' and data.unlabeled is None:
         raise ValueError(f"method {cfg.method.name!r} needs unlabeled images; the manifest has none")
@@ -157,6 +158,9 @@ def _build_run(cfg, asked, init, device, created, lock) -> Run:
                   f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, {world_size()} x {device} ({device_name(device)}), "
                   f"{'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'} (optim.amp={asked.optim.amp}), steps {S.it}..{stop} of {cfg.optim.iters} -> {out}")
     log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
+    if changes:
+        log.write(dict(it=S.it, config_changes=changes))
+        if is_main(): print(f"resumed at step {S.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
     return Run(cfg, data, S, device, stop, log, created, lock)
 
 # %% ../nbs/20_train.ipynb #1f4befa2
@@ -263,7 +267,8 @@ def _write(self: Run, name: str):
     self._check_weights()
     ck = checkpoint(self.S)                                         # gathers every rank's own state
     if is_main():
-        with disk_space(self.out / name): atomic_save(ck, self.out / name)
+        keep = self.out / PREVIOUS if name == 'latest.pth' and self.cfg.run.keep_previous else None
+        with disk_space(self.out / name): write_checkpoint(ck, self.out / name, previous=keep)
 
 @patch
 def save_due(self: Run) -> bool:
