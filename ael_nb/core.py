@@ -5,7 +5,7 @@ name the bad file, ranks and all-reduce, atomic writes and seeding."""
 
 # %% ../nbs/00_core.ipynb #c565a283
 from __future__ import annotations
-import os, hashlib, random, tempfile
+import argparse, os, hashlib, random, sys, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -13,9 +13,10 @@ import torch
 import torch.distributed as dist
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'dist_ready', 'rank', 'world_size', 'is_main',
-           'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal',
-           'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator']
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'int_list', 'dist_ready', 'rank',
+           'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text',
+           'content_digest', 'seal', 'unseal', 'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state',
+           'make_generator']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -43,6 +44,32 @@ class DatasetInfo:
 class DataError(ValueError):
     "A problem with a file on disk: the message names the file and what is wrong with it."
     def __init__(self, path, problem): super().__init__(f"{path}: {problem}"); self.path, self.problem = str(path), problem
+
+# %% ../nbs/00_core.ipynb #b8e2f4a1
+class Parser(argparse.ArgumentParser):
+    "An `ArgumentParser` whose usage errors are one line: `prog: error: argument --x: why (see prog --help)`, exit status 2."
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr); sys.exit(2)
+
+def arg_type(fn):
+    "`fn` (text -> value, ValueError saying why) as an argparse `type`: its message becomes the option's error."
+    def read(text):
+        try: return fn(text)
+        except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+    read.__name__ = fn.__name__
+    return read
+
+def int_list(text) -> list[int]:
+    "'0-4' -> [0, 1, 2, 3, 4], '0,2' -> [0, 2], 3 -> [3]: distinct integers >= 0; anything else a ValueError saying why."
+    out = []
+    for part in str(text).split(','):
+        a, dash, b = part.strip().partition('-')
+        try: lo = int(a); hi = int(b) if dash else lo
+        except ValueError: raise ValueError(f"{text!r} is not a list of integers >= 0 (e.g. 3, 0-4 or 0,2)") from None
+        if hi < lo: raise ValueError(f"{text!r}: the range {part.strip()} is empty (it ends before it starts)")
+        out += range(lo, hi + 1)
+    if len(set(out)) < len(out): raise ValueError(f"{text!r} names a number twice")
+    return out
 
 # %% ../nbs/00_core.ipynb #9a865121
 EXIT_REQUEUE = 75  # exit status after a checkpoint on SIGTERM/SIGUSR1/SIGINT: a scheduler requeues the job
