@@ -19,7 +19,7 @@ from .evaluate import PROTOCOLS, evaluate, predict
 from .train import train
 from .plan import make_dataset
 from .state import load_model, resolve_device
-from .faults import RunStopped, die_with_parent, report_status
+from .faults import RunStopped, under_launcher, report_status
 from .runlog import markdown_table, results_table
 
 # %% auto #0
@@ -126,7 +126,7 @@ def ael_train(argv=None):
     "Console script `ael-train`."
     a = parse(train_parser(), argv)
     if a.keys: print('\n'.join(valid_keys())); return 0
-    if os.environ.get('TORCHELASTIC_RUN_ID'): die_with_parent()     # under torchrun: no rank outlives it (`ael_nb.faults.supervise`)
+    under_launcher()                                                # under torchrun: no rank outlives it (`ael_nb.faults.supervise`)
     return report_status(guarded('ael-train', a.debug, lambda: _train(a)))
 
 def _train(a):

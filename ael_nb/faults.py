@@ -5,7 +5,7 @@ Ctrl-C, a full disk, a run folder that another run owns, files half-written by a
 
 # %% ../nbs/21_faults.ipynb #1ed17db0
 from __future__ import annotations
-import ctypes, errno, json, os, shlex, shutil, signal, socket, subprocess, tempfile, threading, time
+import ctypes, errno, json, os, shlex, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 from contextlib import contextmanager
 from pathlib import Path
 import torch
@@ -17,8 +17,8 @@ from .config import Config, load_config, to_dict, flat_items
 # %% auto #0
 __all__ = ['STOP_SIGNALS', 'RESUME_FREE', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space',
            'finite_values', 'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals',
-           'die_with_parent', 'report_status', 'supervise', 'resume_command', 'config_changes', 'check_resume',
-           'SaveSchedule', 'RunLock', 'partial_writes', 'claim_run_dir']
+           'die_with_parent', 'under_launcher', 'report_status', 'supervise', 'resume_command', 'config_changes',
+           'check_resume', 'SaveSchedule', 'RunLock', 'partial_writes', 'claim_run_dir']
 
 # %% ../nbs/21_faults.ipynb #1015658d
 class RunStopped(Exception):
@@ -106,30 +106,43 @@ def die_with_parent(sig: int = signal.SIGTERM) -> bool:
     if os.getppid() != parent: os.kill(os.getpid(), sig)    # the parent ended before the request
     return True
 
-def report_status(code: int) -> int:
-    "Write this process's exit status to `$AEL_STATUS_DIR/<RANK>` when a `supervise`d launcher asks for it; returns `code`."
+def _status_dir() -> Path|None:
     d = os.environ.get('AEL_STATUS_DIR')
-    if d and os.path.isdir(d): Path(d, os.environ.get('RANK', '0')).write_text(str(code))
-    return code
+    return Path(d) if d and os.path.isdir(d) else None
+
+def under_launcher():
+    "A training process started by torchrun: end with its launcher (`die_with_parent`), and tell a `supervise`-ing one its process id."
+    if not os.environ.get('TORCHELASTIC_RUN_ID'): return
+    die_with_parent()
+    if (d := _status_dir()) is not None: Path(d, f"{os.environ.get('RANK', '0')}.pid").write_text(str(os.getpid()))
+
+def report_status(code: int) -> int:
+    "The exit status to end with: under `supervise`, `code` goes to `$AEL_STATUS_DIR/<RANK>` and a requeue (75) exits 0, a stop torchrun must not report as a failure."
+    if (d := _status_dir()) is None: return code
+    Path(d, os.environ.get('RANK', '0')).write_text(str(code))
+    return 0 if code == EXIT_REQUEUE else code
 
 def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.torchrun_argv`
               ranks: int,       # training processes it starts on this node
              ) -> int:
     "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; return 75 when all checkpointed for a requeue."
-    status = tempfile.mkdtemp(prefix='ael-status-')
-    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1', AEL_STATUS_DIR=status)
+    status = Path(tempfile.mkdtemp(prefix='ael-status-'))
+    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1', AEL_STATUS_DIR=str(status))
     p = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
-    def forward(signum, frame):
-        try: p.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
-        except ProcessLookupError: pass
+    def forward(signum, frame):                              # to each training process (and its loader workers, which ignore it)
+        sig = signal.SIGTERM if signum == signal.SIGHUP else signum
+        pids = [int(f.read_text()) for f in status.glob('*.pid')]
+        for pid in pids or [p.pid]:                          # none started yet: torchrun passes it on
+            try: os.killpg(pid, sig) if pids else os.kill(pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError): pass
     main = threading.current_thread() is threading.main_thread()
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)} if main else {}
     try: rc = p.wait()
     finally:
         for s, h in old.items(): signal.signal(s, h)
-        codes = [int(f.read_text() or -1) for f in Path(status).iterdir()]; shutil.rmtree(status, ignore_errors=True)
-    if rc == 0: return 0
+        codes = [int(f.read_text() or -1) for f in status.iterdir() if f.suffix != '.pid']; shutil.rmtree(status, ignore_errors=True)
     if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
+    if rc == 0: return 0
     return next((c for c in codes if c not in (0, EXIT_REQUEUE)), rc)
 
 # %% ../nbs/21_faults.ipynb #456ac034
