@@ -85,7 +85,7 @@ def resumed_config(a: argparse.Namespace, overrides: list[str]) -> Config:
             raise ValueError(f"--preset {a.preset}: the run in {out} started from preset {cfg.preset!r}, and --resume continues it with its "
                              "settings; drop --preset, or accept a new base with --allow-changes")
         cfg = get_preset(a.preset)
-    cfg.run.allow_changes = False                       # accepting changes is decided by each command, never inherited
+    cfg.run.allow_changes, cfg.run.stop_at = False, None   # decided by each command, never inherited (a stop_at reached would stop at once)
     if a.config: cfg = load_config(a.config, base=cfg)
     return validate(apply_overrides(cfg, overrides))
 

@@ -59,6 +59,8 @@ def test_flipped_bytes_are_refused_everywhere_and_previous_is_named(stopped, tmp
     assert 'damaged' in one_line(run('ael-predict', out / 'latest.pth', imgs, tmp_path / 'masks'))
     with pytest.raises(DataError, match='damaged'):                                   # fine-tuning from it
         setup(get_config('cpu', overrides=TINY + SUP + [f'run.out={tmp_path / "ft"}']), init=out / 'latest.pth')
+    from ael_nb.model import read_state_dict
+    with pytest.raises(DataError, match='damaged'): read_state_dict(out / 'latest.pth', trusted=True)   # model.pretrained=PATH
     os.replace(out / PREVIOUS, out / 'latest.pth')                                    # what the message says to do
     r = run('ael-train', '--out', out, '--resume')
     assert r.returncode == 0, r.stderr
@@ -126,7 +128,7 @@ def test_second_ctrl_c_during_the_save_is_one_line(tmp_path):
     (['--method', 'supervised', 'method.gamma=3'], 'method.gamma (supervised training has no unsupervised part)'),
     (['method.acp=false', 'method.k=2'], 'method.k (used only with method.name=ael with method.acp=true)'),
     (['--allow-changes'], '--allow-changes (run.allow_changes, used only with run.resume=true'),
-    (['eval.protocol=whole', 'eval.window=32'], 'eval.window (used only with eval.protocol=sliding)'),
+    (['eval.protocol=whole', 'eval.window=600'], 'eval.window (used only with eval.protocol=sliding)'),
 ])
 def test_train_refuses_values_it_would_ignore(args, message):
     assert message in one_line(run('ael-train', *args, '--show-config'))
