@@ -10,7 +10,7 @@ import yaml
 from pathlib import Path
 import numpy as np
 import torch
-from .core import DataError, Parser, atomic_write_text, is_main
+from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, load_config, apply_overrides, validate, unused,
                            valid_keys, to_dict, flat_items)
 from .datasets import IMAGE_EXTS, read_image, colorize
@@ -23,10 +23,10 @@ from .faults import RunStopped, under_launcher, report_status
 from .runlog import markdown_table, results_table
 
 # %% auto #0
-__all__ = ['FLAGS', 'SETTING_IGNORED', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'guarded', 'check_device',
-           'ael_train', 'setting_of', 'find_reference', 'regenerate_command', 'vs_supervised', 'next_steps', 'positive',
-           'eval_parser', 'check_protocol', 'check_classes', 'output_names', 'save_prediction', 'ael_eval',
-           'predict_parser', 'predict_inputs', 'ael_predict']
+__all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'guarded',
+           'check_device', 'ael_train', 'setting_of', 'find_reference', 'regenerate_command', 'vs_supervised',
+           'next_steps', 'eval_parser', 'check_protocol', 'check_classes', 'output_names', 'save_prediction',
+           'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -229,12 +229,7 @@ def next_steps(run_dir) -> str:
                       f"                    24_compare.ipynb (this run beside others: read_result('{run_dir}'))"])
 
 # %% ../nbs/23_cli.ipynb #087f0a04
-def positive(text: str) -> int:
-    "argparse type: an integer >= 1."
-    try: v = int(text)
-    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1: raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return v
+positive = arg_type(at_least(1))   # argparse type: an integer >= 1
 
 def eval_parser() -> argparse.ArgumentParser:
     p = Parser(prog='ael-eval', description="Evaluate a checkpoint (per-class IoU, mIoU, head/tail mIoU).")

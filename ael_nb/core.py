@@ -13,8 +13,8 @@ import torch
 import torch.distributed as dist
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'int_list', 'dist_ready', 'rank',
-           'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text',
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready',
+           'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'atomic_save', 'atomic_write_text',
            'content_digest', 'seal', 'unseal', 'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state',
            'make_generator']
 
@@ -58,6 +58,16 @@ def arg_type(fn):
         except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
     read.__name__ = fn.__name__
     return read
+
+def at_least(lo: int):
+    "A reader of integers >= `lo` (text -> int, ValueError saying why), e.g. `arg_type(at_least(1))` for a count."
+    def integer(text) -> int:
+        try: v = int(text)
+        except ValueError: raise ValueError(f"{text!r} is not an integer") from None
+        if v < lo: raise ValueError(f"{text!r} must be >= {lo}")
+        return v
+    integer.__name__ = f'integer >= {lo}'
+    return integer
 
 def int_list(text) -> list[int]:
     "'0-4' -> [0, 1, 2, 3, 4], '0,2' -> [0, 2], 3 -> [3]: distinct integers >= 0; anything else a ValueError saying why."

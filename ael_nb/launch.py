@@ -8,7 +8,7 @@ shows before a run what it will cost: global batch, learning rate, memory per GP
 from __future__ import annotations
 import argparse, json, os, re, shlex, subprocess, sys, time, warnings
 from pathlib import Path
-from .core import DataError, EXIT_REQUEUE, Parser, arg_type, atomic_write_text, int_list
+from .core import DataError, EXIT_REQUEUE, Parser, arg_type, at_least, atomic_write_text, int_list
 from .faults import supervise
 from .cli import train_parser, config_from_args
 from .config import PRESETS
@@ -159,13 +159,6 @@ def _slurm_time(text: str) -> str:
     "a SLURM time (`slurm_seconds`), kept as written"
     slurm_seconds(text); return text.strip()
 
-def _positive(text) -> int:
-    "an integer >= 1"
-    try: v = int(text)
-    except ValueError: raise ValueError(f"{text!r} is not an integer") from None
-    if v < 1: raise ValueError(f"{text!r} must be >= 1")
-    return v
-
 def _word(text: str) -> str:
     "text without spaces, quotes or line breaks (a #SBATCH value)"
     if not re.fullmatch(r"[\w.@%+:,/=-]+", text): raise ValueError(f"{text!r}: letters, digits and ._-@%+:,/= only")
@@ -192,8 +185,8 @@ def launch_parser() -> argparse.ArgumentParser:
     p.add_argument('--folds', default='0', type=arg_type(int_list), help="folds, e.g. '0-4' (default 0)")
     p.add_argument('--seeds', default='0', type=arg_type(int_list), help="seeds, e.g. '0-2' or '0,7' (default 0)")
     p.add_argument('--out-root', default='runs', help='runs go to OUT_ROOT/<preset>/<manifest>_seed<seed> (default runs)')
-    p.add_argument('--gpus', type=arg_type(_positive), default=1, help='processes per node (default 1)')
-    p.add_argument('--nnodes', type=arg_type(_positive), default=1, help='nodes per run (default 1)')
+    p.add_argument('--gpus', type=arg_type(at_least(1)), default=1, help='processes per node (default 1)')
+    p.add_argument('--nnodes', type=arg_type(at_least(1)), default=1, help='nodes per run (default 1)')
     p.add_argument('--rdzv-endpoint', type=arg_type(_endpoint), help='HOST:PORT of the rendezvous (several nodes, without SLURM)')
     p.add_argument('--node-rank', type=int, help='static rendezvous: this node\'s rank (default: c10d rendezvous)')
     p.add_argument('--rdzv-id', type=arg_type(_word), help='c10d rendezvous id shared by the nodes (default ael)')
@@ -201,7 +194,7 @@ def launch_parser() -> argparse.ArgumentParser:
     s = p.add_argument_group('SLURM (--slurm writes a batch script instead of running)')
     s.add_argument('--slurm', metavar='FILE', help='write a SLURM batch script (job array, requeue on preemption)')
     s.add_argument('--time', type=arg_type(_slurm_time), help='--time of each task (default 24:00:00)')
-    s.add_argument('--signal-secs', type=arg_type(_positive), help='USR1 this many seconds before the limit (default 600)')
+    s.add_argument('--signal-secs', type=arg_type(at_least(1)), help='USR1 this many seconds before the limit (default 600)')
     s.add_argument('--partition', type=arg_type(_word)); s.add_argument('--account', type=arg_type(_word))
     s.add_argument('--job-name', type=arg_type(_word), help='(default ael)')
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 import ael_nb
-from .core import DataError, Parser, arg_type, atomic_write_text, int_list
+from .core import DataError, Parser, arg_type, at_least, atomic_write_text, int_list
 from .datasets import DATASETS, SegDataset, get_dataset
 
 # %% auto #0
@@ -340,14 +340,6 @@ def _fraction(text: str) -> str:
     except (ValueError, ZeroDivisionError) as e: raise ValueError(f"{text!r}: {e}" if str(e) else f"{text!r} is not a fraction") from None
     return text
 
-def _at_least(lo: int):
-    "An argparse reader of integers >= `lo`."
-    def integer(text: str) -> int:
-        try: v = int(text)
-        except ValueError: raise ValueError(f"{text!r} is not an integer") from None
-        if v < lo: raise ValueError(f"{text!r} must be >= {lo}")
-        return v
-    return integer
 
 def _parser():
     p = Parser(prog='ael-splits', description='Make, import, list and verify labeled/unlabeled split manifests.')
@@ -357,9 +349,9 @@ def _parser():
     mk.add_argument('--split', help="split whose images the manifest lists (default: the dataset's training split, e.g. train, voc train_aug)")
     g = mk.add_mutually_exclusive_group(required=True)
     g.add_argument('--fraction', nargs='+', type=arg_type(_fraction), help='fractions of the pool, e.g. 1/8 1/16')
-    g.add_argument('--count', nargs='+', type=arg_type(_at_least(1)), help='numbers of images, e.g. 92 183')
+    g.add_argument('--count', nargs='+', type=arg_type(at_least(1)), help='numbers of images, e.g. 92 183')
     mk.add_argument('--folds', default='0', type=arg_type(int_list), help="folds, e.g. '0-4' or '0,2' (default 0)")
-    mk.add_argument('--seed', type=arg_type(_at_least(0)), default=0, help='seed of the draw (default 0)')
+    mk.add_argument('--seed', type=arg_type(at_least(0)), default=0, help='seed of the draw (default 0)')
     mk.add_argument('--pool', help='draw labeled ids only from this split (e.g. voc train inside train_aug)')
     mk.add_argument('--draw', choices=['labeled', 'unlabeled'], default='labeled',
                     help='unlabeled: all labeled images are labeled, draw the unlabeled ones (Cityscapes coarse)')
