@@ -124,8 +124,11 @@ def check_device(name: str, key: str = '--device') -> torch.device:
 
 def ael_train(argv=None):
     "Console script `ael-train`."
-    a = parse(train_parser(), argv)
-    if a.keys: print('\n'.join(valid_keys())); return 0
+    p = train_parser(); a = parse(p, argv)
+    if a.keys:
+        other = [k for k, v in vars(a).items() if k not in ('keys', 'debug') and v != p.get_default(k) and v != []]
+        if other: p.error(f"--keys lists the configuration keys and uses no other option (given: {', '.join(other)})")
+        print('\n'.join(valid_keys())); return 0
     under_launcher()                                                # under torchrun: no rank outlives it (`ael_nb.faults.supervise`)
     return report_status(guarded('ael-train', a.debug, lambda: _train(a)))
 
