@@ -353,8 +353,8 @@ def ael_predict(argv=None):
 
 def _predict(a):
     device = check_device(a.device)
-    todo = predict_inputs(a.images, a.out)
     model, info, cfg, _ = load_model(a.checkpoint, a.model, device)
+    todo = predict_inputs(a.images, a.out)
     window, stride = tuple(a.window or cfg.eval.window), tuple(a.stride or cfg.eval.stride)
     check_protocol(a, a.protocol, window, stride)
     from PIL import Image
