@@ -10,7 +10,7 @@ import yaml
 from pathlib import Path
 import numpy as np
 import torch
-from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main
+from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, load_config, apply_overrides, validate, unused,
                            valid_keys, to_dict, flat_items)
 from .datasets import IMAGE_EXTS, read_image, colorize
@@ -18,7 +18,7 @@ from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
 from .train import train
 from .plan import make_dataset
-from .state import load_model, resolve_device
+from .state import load_model
 from .faults import RunStopped, under_launcher, report_status
 from .runlog import markdown_table, results_table
 

@@ -66,7 +66,7 @@ class OptimConfig:
     poly_power: float = 0.9                 # lr x (1 - it/iters)^power
     warmup_iters: int = 0                   # linear warm-up steps before the poly schedule
     accum_steps: int = 1                    # micro-batches accumulated per optimiser step
-    amp: Literal['none', 'bf16', 'fp16', 'auto'] = 'none'  # autocast dtype; fp16 (CUDA only) adds a GradScaler; auto: bf16 where native (`ael_nb.train.resolve_amp`), else none
+    amp: Literal['none', 'bf16', 'fp16', 'auto'] = 'none'  # autocast dtype; fp16 (CUDA only) adds a GradScaler; auto: bf16 where native (`ael_nb.core.resolve_amp`), else none
     sup_loss: Literal['ce', 'ohem'] = 'ohem'  # supervised loss (authors' code: OHEM)
     ohem_thresh: float = 0.7
     ohem_min_kept: int = 100000             # per batch, as in the authors' code

@@ -7,8 +7,8 @@ appear more often in the supervised batch."""
 # %% ../nbs/12_copy_paste.ipynb #acec12f6
 from __future__ import annotations
 import torch
-from .core import IGNORE_INDEX
-from .transforms import draw, other_index, resize_crop
+from .core import IGNORE_INDEX, draw, other_index
+from .transforms import resize_crop
 
 # %% auto #0
 __all__ = ['present_classes', 'choose_classes', 'large_scale_jitter', 'adaptive_copy_paste']

@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from fastcore.basics import patch
-from .core import IGNORE_INDEX, all_reduce_max
-from .transforms import draw, other_index
+from .core import IGNORE_INDEX, all_reduce_max, draw, other_index
 
 # %% auto #0
 __all__ = ['random_boxes', 'box_mask', 'cutmix_box_mask', 'paste', 'cutmix', 'sample_classes', 'pick_uniform', 'ClassTable',

@@ -19,13 +19,13 @@ from .runlog import compact_trace, read_metrics, evaluate_models
 from .train import setup
 
 # %% auto #0
-__all__ = ['class_stats', 'StepThrough', 'class_readout', 'readout_html', 'rising_class', 'show_step', 'plot_bank_iou',
+__all__ = ['class_counts', 'StepThrough', 'class_readout', 'readout_html', 'rising_class', 'show_step', 'plot_bank_iou',
            'StepThroughUI']
 
 # %% ../nbs/22_step_through.ipynb #5cb7c26c
-def class_stats(tr: Trace|dict,    # a step's trace (or a dict with the same keys)
-                num_classes: int,
-               ) -> dict:          # per-class counts over the whole batch
+def class_counts(tr: Trace|dict,   # a step's trace (or a dict with the same keys)
+                 num_classes: int,
+                ) -> dict:         # per-class counts over the whole batch
     "Pixels of each class in the AES class map (pseudo-labeled) and how many AES kept; pastes by ACP, draws by ACM."
     cls = tr['aes_class'] if 'aes_class' in tr else tr['y_hat']          # the map AES sampled from (Eq. 9)
     ok = cls != IGNORE_INDEX
@@ -57,7 +57,7 @@ class StepThrough:
         "Advance training `k` optimiser steps; returns the last step's compact trace."
         for _ in range(k):
             tr = self.run.step(Trace())
-            t = dict(compact_trace(tr, self.n_images), stats=class_stats(tr, self.info.num_classes))
+            t = dict(compact_trace(tr, self.n_images), stats=class_counts(tr, self.info.num_classes))
             self.traces.append(t)
             self.records.append(dict(it=t['it'], conf=t['bank_after'].tolist()))
             if self.eval_every and self.it % self.eval_every == 0: self.evaluate()

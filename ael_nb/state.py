@@ -6,7 +6,6 @@ confidence bank, adaptive CutMix's class table and source images; how it is buil
 # %% ../nbs/17_state.ipynb #be6e1df4
 from __future__ import annotations
 import hashlib, os, shutil, warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 import torch
@@ -17,13 +16,12 @@ from .config import Config, to_dict, flat_items, from_dict
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .teacher import make_teacher
-from .cutmix import sample_classes, ClassTable
-from .plan import RunData, Augmented, collate
+from .cutmix import ClassTable
+from .plan import RunData, Augmented, AcmSources
 
 # %% auto #0
-__all__ = ['PREVIOUS', 'TrainState', 'AcmSources', 'lr_factor', 'resolve_device', 'micro_batch', 'unlabeled_micro_batch',
-           'check_micro_batches', 'build_state', 'rank_state', 'checkpoint', 'write_checkpoint', 'save_checkpoint',
-           'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest']
+__all__ = ['PREVIOUS', 'TrainState', 'lr_factor', 'build_state', 'rank_state', 'checkpoint', 'write_checkpoint',
+           'save_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -44,84 +42,11 @@ class TrainState:
     pending: torch.Tensor|None = None   # bank statistics [2,C] of the micro-batches of an accumulated step (`18_steps.update_bank`)
     acc: dict = field(default_factory=dict)   # sums of the logged values since the last log line ('_n': steps summed)
 
-# %% ../nbs/17_state.ipynb #106dcb90
-class AcmSources:
-    "Adaptive CutMix's source images: drawn one step ahead (Eq. 7 + class table), optionally loaded in a background thread."
-    def __init__(self, unlabeled: Augmented, table: ClassTable, background: bool = True):
-        self.unlabeled, self.table = unlabeled, table
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix='acm-sources') if background else None
-        self.next, self.future = None, None         # the pending draw and its loading
-
-    def draw(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
-        "n classes c ~ r (Eq. 7) with their probability, an unlabeled image holding each (class table), an augmentation seed per image."
-        classes = sample_classes(r, n, g)
-        return dict(classes=classes, prob=r[classes].float(), index=self.table.sample_images(classes, g),
-                    seeds=torch.randint(0, 2**62, (n,), generator=g, device=g.device))
-
-    def load(self, d: dict) -> dict:
-        "Weak views of the drawn images, collated on the CPU, with the draw's classes and probabilities."
-        b = collate([self.unlabeled[(int(i), int(s))] for i, s in zip(d['index'].tolist(), d['seeds'].tolist())])
-        return dict(b, classes=d['classes'], prob=d['prob'])
-
-    def submit(self, d: dict):
-        self.next = d                                            # the thread gets CPU copies: it must not wait on the GPU stream
-        self.future = self.pool.submit(self.load, {k: v.cpu() for k, v in d.items()}) if self.pool else None
-
-    def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
-        "This step's sources (a batch with `classes` and `prob`); the next step's draw, from `r` and the table as they are now, starts loading."
-        if self.next is None or len(self.next['classes']) != n:     # first step of a run, or a run started from one with
-            self.submit(self.draw(r, n, g))                         # another unlabeled batch (the pending draw does not fit)
-        d, fut = self.next, self.future
-        self.submit(self.draw(r, n, g))
-        return fut.result() if fut is not None else self.load(d)
-
-    def state_dict(self) -> dict|None: return None if self.next is None else {k: v.cpu() for k, v in self.next.items()}
-    def load_state_dict(self, d: dict|None, device):
-        if d is not None: self.submit({k: v.to(device) for k, v in d.items()})
-    def close(self):
-        if self.pool: self.pool.shutdown(wait=True, cancel_futures=True)
-
 # %% ../nbs/17_state.ipynb #2d2a283c
 def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float:
     "Poly schedule (1 - it/iters)^power, after a linear warm-up of `warmup` steps."
     if it < warmup: return (it + 1) / warmup
     return max(0.0, 1 - it / iters) ** power
-
-# %% ../nbs/17_state.ipynb #79ac622e
-def resolve_device(name: str = 'auto') -> torch.device:
-    "'auto': CUDA if present, else the CPU; 'cuda' without an index means this rank's GPU (LOCAL_RANK)."
-    if name == 'auto': name = 'cuda' if torch.cuda.is_available() else 'cpu'
-    d = torch.device(name)
-    return torch.device('cuda', int(os.environ.get('LOCAL_RANK', 0))) if d.type == 'cuda' and d.index is None else d
-
-def micro_batch(cfg: Config) -> int:
-    "Labeled images per rank and micro-step: `batch_size / (world_size x accum_steps)`."
-    n = world_size() * cfg.optim.accum_steps
-    if cfg.data.batch_size % n: raise ValueError(f"data.batch_size={cfg.data.batch_size} is not divisible by world_size x optim.accum_steps = {n}")
-    return cfg.data.batch_size // n
-
-def unlabeled_micro_batch(cfg: Config) -> int:
-    "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved in the authors' ACM arrangement (`method.acm_targets='half'`)."
-    n, m = micro_batch(cfg) * cfg.data.unlabeled_ratio, cfg.method
-    if m.name == 'ael' and m.acm and m.acm_targets == 'half':
-        if n % 2: raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and micro-step, got {n}")
-        n //= 2
-    return n
-
-def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
-    "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with), or a lone image meets BatchNorm."
-    m, b_l, b_u, where = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
-    if m.name == 'ael' and m.acp and b_l < 2:
-        raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, but each rank holds {b_l} ({where}); "
-                         "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
-    if (m.name == 'cutmix' or (m.name == 'ael' and not m.acm)) and b_u < 2:
-        raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
-                         "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
-    pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'      # SyncBatchNorm: statistics over all ranks
-    if m.student_forward == 'separate' and m.name != 'supervised' and min(b_l, b_u) < 2 and not pooled:
-        raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled image(s) apart, and BatchNorm "
-                         "in training needs 2 images per forward (the ASPP's image pooling) unless SyncBatchNorm pools several GPUs; "
-                         "raise data.batch_size, or set method.student_forward=joint")
 
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
@@ -221,7 +146,7 @@ def load_checkpoint(S: TrainState, path) -> TrainState:
     S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler']); S.scaler.load_state_dict(ck['scaler'])
     S.bank.load_state_dict(ck['bank'])
     if S.table is not None and ck['table'] is not None: S.table.load_state_dict(ck['table'])
-    ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]   # before 2026-11-26: rank 0's state only
+    ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]   # no `ranks`: one rank's state at the top level
     if len(ranks) != world_size() and is_main():
         warnings.warn(f"resuming {path} (written by {len(ranks)} processes) on {world_size()}: data order and ACM draws differ from the original run")
     mine = ranks[rank()] if rank() < len(ranks) else dict(ranks[0], acm_next=None, acc={})

@@ -6,82 +6,26 @@
 
 # %% ../nbs/20_train.ipynb #e93a1c58
 from __future__ import annotations
-import copy, json, os, platform, time
+import copy, json, time
 from contextlib import nullcontext
 from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.distributed as dist
 from fastcore.basics import patch
-from .core import DataError, dist_ready, rank, world_size, is_main, all_reduce_sum, atomic_save, atomic_write_text, seed_everything, make_generator
+from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text, seed_everything, make_generator,
+                         resolve_device, init_distributed, resolve_amp, device_name, average_buffers, peak_memory_gb, rank_values)
 from .config import Config, save_config
-from .model import unwrap
 from .teacher import ema_update
-from .plan import RunData, build_data, make_loader, mix_seed, to_device
-from .state import (TrainState, build_state, resolve_device, micro_batch, unlabeled_micro_batch, check_micro_batches,
-                           checkpoint, load_checkpoint, weights_digest, write_checkpoint, PREVIOUS)
+from .plan import RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch, check_micro_batches
+from .state import TrainState, build_state, checkpoint, load_checkpoint, weights_digest, write_checkpoint, PREVIOUS
 from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
                            check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
-__all__ = ['average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name', 'resolve_amp',
-           'Run', 'setup', 'train']
-
-# %% ../nbs/20_train.ipynb #33ccb68c
-def average_buffers(model: nn.Module) -> nn.Module:
-    "Average the float buffers (BN running statistics) over ranks, so that student and teacher stay identical on every rank."
-    if world_size() > 1:
-        for b in unwrap(model).buffers():
-            if b.is_floating_point(): all_reduce_sum(b.data).div_(world_size())
-    return model
-
-def init_distributed(device_type: str = 'cpu') -> bool:
-    "Join the process group described by torchrun's environment; True if this call created it."
-    if dist_ready() or int(os.environ.get('WORLD_SIZE', 1)) <= 1: return False
-    dist.init_process_group('nccl' if device_type == 'cuda' else 'gloo')
-    return True
-
-# %% ../nbs/20_train.ipynb #79c0a190
-def peak_memory_gb(device) -> float:
-    "This process's peak memory in GB: CUDA `max_memory_allocated` on a GPU, the resident set's high-water mark (`ru_maxrss`) on the CPU."
-    if torch.device(device).type == 'cuda': return torch.cuda.max_memory_allocated(device) / 1024 ** 3
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2     # Linux reports KiB
-
-def rank_values(x: float, device) -> list[float]:
-    "`x` of every rank, in rank order (a collective: every rank calls it)."
-    v = torch.zeros(world_size(), dtype=torch.float64, device=device)
-    v[rank()] = x
-    return all_reduce_sum(v).tolist()
-
-# %% ../nbs/20_train.ipynb #a33feed1
-def bf16_supported(device) -> bool:
-    "True where bf16 autocast runs natively: a CUDA device with bf16 arithmetic, a CPU with AMX or AVX-512 BF16."
-    device = torch.device(device)
-    if device.type == 'cuda': return torch.cuda.is_bf16_supported(including_emulation=False)
-    if device.type == 'cpu': return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
-    return False
-
-def _cpu_model() -> str:
-    "The processor's name as Linux reports it (`/proc/cpuinfo`), else what `platform` knows."
-    try: return next(l.split(':', 1)[1].strip() for l in Path('/proc/cpuinfo').read_text().splitlines() if l.startswith('model name'))
-    except (OSError, StopIteration): return platform.processor() or platform.machine()
-
-def device_name(device) -> str:
-    "What a run trained on, in words: the GPU's name, or the CPU's with its cores and the bf16 kernels it has (which decide bf16's rounding)."
-    device = torch.device(device)
-    if device.type == 'cuda': return torch.cuda.get_device_name(device)
-    if device.type != 'cpu': return device.type
-    kernels = 'AMX' if torch.cpu._is_amx_tile_supported() else 'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else 'no bf16 kernels'
-    return f"{_cpu_model()}, {os.cpu_count()} cores, {kernels}"
-
-def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
-                device,    # the device the run trains on
-               ) -> str:
-    "The autocast a run uses: 'auto' becomes 'bf16' where `bf16_supported(device)`, else 'none'; other values stay."
-    return ('bf16' if bf16_supported(device) else 'none') if amp == 'auto' else amp
+__all__ = ['Run', 'setup', 'train']
 
 # %% ../nbs/20_train.ipynb #d100f8ba
 def _autocast(device, amp):

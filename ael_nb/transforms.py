@@ -6,32 +6,10 @@ applied identically to an image and its label; ImageNet normalisation."""
 # %% ../nbs/11_transforms.ipynb #6b706b9e
 from __future__ import annotations
 import torch
-from .core import IGNORE_INDEX
+from .core import IGNORE_INDEX, draw
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'draw', 'other_index', 'normalize', 'denormalize', 'resize_crop', 'weak_augment',
-           'eval_transform']
-
-# %% ../nbs/11_transforms.ipynb #b6624886
-def draw(
-    shape,  # shape of the result (int or tuple)
-    generator: torch.Generator | None = None,  # source of randomness; None = global RNG of `device`
-    device=None,  # device of the result (default: the generator's, else CPU)
-) -> torch.Tensor:  # float32 uniforms in [0, 1)
-    "Uniform random numbers from `generator`, on `device`."
-    if generator is None: return torch.rand(shape, device=device)
-    return torch.rand(shape, generator=generator, device=generator.device).to(device or generator.device)
-
-# %% ../nbs/11_transforms.ipynb #d237eb51
-def other_index(
-    n: int,  # batch size
-    generator: torch.Generator | None = None,  # source of randomness
-    device=None,  # device of the result
-) -> torch.Tensor:  # long [n]: j[i] != i (when n > 1), uniform among the others
-    "For each of `n` images, the index of a different, randomly chosen image of the batch."
-    if n < 2: return torch.zeros(n, dtype=torch.long, device=device)
-    shift = 1 + (draw(n, generator, device) * (n - 1)).long().clamp(max=n - 2)
-    return (torch.arange(n, device=device) + shift) % n
+__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'normalize', 'denormalize', 'resize_crop', 'weak_augment', 'eval_transform']
 
 # %% ../nbs/11_transforms.ipynb #035388ac
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

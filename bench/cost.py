@@ -376,7 +376,7 @@ def main(argv=None):
     SET[:] = a.set
     if a.mem_child: return memory_child(a)
     dev = torch.device(a.device)
-    from ael_nb.train import device_name
+    from ael_nb.core import device_name
     name = device_name(dev)
     r = dict(device=a.device, device_name=name, torch=torch.__version__, date=dt.datetime.now().isoformat(timespec='seconds'), argv=sys.argv[1:])
     tag = a.tag or dev.type

@@ -84,7 +84,8 @@ def main(argv=None):
         part, res = ('compile', part_compile(a.reps)) if a.compile else ('data', part_data(a.reps))
         (RESULTS / f'levers_{part}_{a.tag}.json').write_text(json.dumps(res, indent=1)); print(json.dumps(res, indent=1)); return
     from ael_nb.config import get_config
-    from ael_nb.train import setup, device_name
+    from ael_nb.core import device_name
+    from ael_nb.train import setup
     from ael_nb.steps import Trace
     from ael_nb.runlog import evaluate_models
     tmp = Path(tempfile.mkdtemp(prefix='ael_levers_'))

@@ -1,4 +1,4 @@
-"""Calibrate `ael_nb.launch.memory_estimate` against a GPU: peak memory of one student step of a preset's network.
+"""Calibrate `ael_nb.arithmetic.memory_estimate` against a GPU: peak memory of one student step of a preset's network.
 
 One training step of the student alone (forward on labeled + unlabeled images per GPU, cross-entropy, backward,
 SGD with momentum) plus an EMA teacher's weights, at the preset's crop, fp32 and bf16 autocast; prints
@@ -18,7 +18,8 @@ Output: one JSON line per precision (and `--json FILE` to keep them).
 """
 import argparse, json, os, resource, subprocess, sys, warnings
 import torch
-from ael_nb.launch import batch_arithmetic, memory_estimate, resolve, train_argv
+from ael_nb.arithmetic import batch_arithmetic, memory_estimate
+from ael_nb.launch import resolve, train_argv
 from ael_nb.model import build_model
 
 

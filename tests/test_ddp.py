@@ -1,4 +1,5 @@
-"Two CPU processes (gloo) train AEL together: both ranks end with the same weights, teacher and confidence bank."
+"""Two CPU processes (gloo) train AEL together: both ranks end with the same weights, teacher and confidence bank,
+and with the weights recorded in `digests.json`."""
 import json, os, socket
 from pathlib import Path
 import torch
@@ -6,6 +7,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from ael_nb.plan import TINY
+from test_digests import stored
 DDP = ['data.batch_size=4', 'optim.iters=3', 'eval.max_images=3', 'method.name=ael']
 
 def _free_port():
@@ -22,11 +24,16 @@ def _worker(rank, world, port, out):
                                                               last=s['last'], it=s['it'])))
     dist.destroy_process_group()
 
+def two_ranks(out) -> list[dict]:
+    "What each of two ranks training `DDP` together ended with."
+    mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    return [json.loads((Path(out) / f'rank{r}.json').read_text()) for r in (0, 1)]
+
 def test_two_ranks_stay_identical(tmp_path):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
-    r0, r1 = (json.loads((tmp_path / f'rank{r}.json').read_text()) for r in (0, 1))
+    r0, r1 = two_ranks(tmp_path)
     assert r0['it'] == r1['it'] == 3
     assert r0['weights'] == r1['weights'] and r0['teacher'] == r1['teacher']
+    assert dict(student=r0['weights'], teacher=r0['teacher']) == stored('ddp-ael')
     assert r0['conf'] == r1['conf'] and r0['conf'] != [r0['conf'][0]] * len(r0['conf'])   # the bank moved, identically
     assert r0['last'] == r1['last']                                                       # merged confusion matrices
     assert (tmp_path / 'run' / 'latest.pth').exists()
