@@ -5,11 +5,13 @@ the learning rates, a lower bound of the memory per GPU."""
 
 # %% ../nbs/26_arithmetic.ipynb #7fc294e0
 from __future__ import annotations
-import warnings
+import json, warnings
+from pathlib import Path
+from .config import get_config
 from .plan import micro_batch
 
 # %% auto #0
-__all__ = ['config_table', 'batch_arithmetic', 'activation_bytes', 'memory_estimate']
+__all__ = ['config_table', 'batch_arithmetic', 'activation_bytes', 'memory_estimate', 'measured_speed', 'schedule_hours']
 
 # %% ../nbs/26_arithmetic.ipynb #68704c57
 def config_table(cfg, keys=('data.dataset', 'data.manifest', 'data.crop_size', 'data.batch_size', 'data.unlabeled_ratio',
@@ -77,3 +79,35 @@ def memory_estimate(cfg,                # resolved `Config`
     return dict(params_M=n_par / 1e6, weights_gb=4 * n_par * 4 / gb, act_per_image_gb=act * scale / gb,
                 images_per_gpu=images, activations_gb=act * scale * images / gb,
                 total_gb=(4 * n_par * 4 + act * scale * images) / gb, probe=probe)
+
+# %% ../nbs/26_arithmetic.ipynb #abc36746
+def measured_speed(results=None,  # folder of bench/paper_scale.py reports (default: this checkout's bench/results)
+                  ) -> list[dict]:
+    "Training img/s and peak GB of one GPU per GPU type and variant, from `paper_scale*.json` reports (no CPU runs)."
+    import ael_nb
+    results = Path(results) if results is not None else Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results'
+    rows = []
+    for p in sorted(results.glob('paper_scale*.json')):
+        d = json.loads(p.read_text())
+        s = d.get('scale', {}).get('setting')
+        if d.get('device', 'cpu') == 'cpu' or not s: continue
+        for v, x in d['scale'].get('variants', {}).items():
+            if not x.get('img_per_s'): continue
+            net = f"{s['backbone']} OS{s['output_stride']}"
+            rows.append(dict(gpu=d['device'], crop=s['crop'], network=net, variant=v,
+                             img_per_s=x['img_per_s'], peak_gb=max(x['peak_mem_gb']) if x.get('peak_mem_gb') else None,
+                             report=p.name))
+    return rows
+
+def schedule_hours(preset: str,       # 'cityscapes' or 'voc': the paper's schedule of that dataset
+                   img_per_s: float,  # measured training images (labeled + unlabeled) per second on one GPU
+                   crop: int,         # the square crop `img_per_s` was measured at
+                   gpus: int,         # GPUs training together
+                   runs: int = 25,    # runs of the paper's table: 5 splits x 5 folds
+                  ) -> dict:
+    "Estimated hours of one run of `preset`'s schedule on `gpus` GPUs and of `runs` runs (img/s scaled by pixels)."
+    cfg = get_config(preset)
+    images = cfg.optim.iters * cfg.data.batch_size * (1 + cfg.data.unlabeled_ratio)
+    rate = img_per_s * crop * crop / (cfg.data.crop_size[0] * cfg.data.crop_size[1]) * gpus
+    return dict(preset=preset, iters=cfg.optim.iters, crop=cfg.data.crop_size[0], gpus=gpus,
+                hours_per_run=images / rate / 3600, hours_all_runs=runs * images / rate / 3600)

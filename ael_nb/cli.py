@@ -20,13 +20,13 @@ from .train import train
 from .plan import make_dataset
 from .state import load_model
 from .faults import RunStopped, under_launcher, report_status
-from .runlog import markdown_table, results_table
+from .runlog import markdown_table, results_table, read_metrics
 
 # %% auto #0
 __all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'guarded',
            'check_device', 'ael_train', 'setting_of', 'find_reference', 'regenerate_command', 'vs_supervised',
-           'next_steps', 'eval_parser', 'check_protocol', 'check_classes', 'output_names', 'save_prediction',
-           'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
+           'next_steps', 'plot_vs_supervised', 'eval_parser', 'check_protocol', 'check_classes', 'output_names',
+           'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -152,13 +152,18 @@ def _train(a):
             print('\n' + (vs_supervised(s['run_dir'], ref) if ref else
                           f"no stored supervised result at this setting and seed to compare with: train one with the same arguments "
                           f"and --method supervised --out {s['run_dir']}_supervised, then compare them in nbs/24_compare.ipynb"))
+            if ref and cfg.run.plots:                                # iou.png shows what the summary compares
+                import matplotlib.pyplot as plt
+                fig = plot_vs_supervised(s['run_dir'], ref)
+                fig.savefig(Path(s['run_dir']) / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
         print('\n' + next_steps(s['run_dir']))
     else: print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
     return 0
 
 # %% ../nbs/23_cli.ipynb #64a056f0
 SETTING_IGNORED = ('method.', 'run.', 'eval.interval', 'eval.models', 'eval.select', 'eval.num_workers', 'data.check',
-                   'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last')
+                   'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last',
+                   'model.compile', 'data.pin_memory', 'data.prefetch_factor')
 
 def setting_of(config: dict) -> dict:
     "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
@@ -230,6 +235,19 @@ def next_steps(run_dir) -> str:
     return '\n'.join(['next:', f"  {run_dir}/: {', '.join(files) or 'config.yaml, metrics.jsonl'} (learning curves: tensorboard --logdir {run_dir})",
                       '  jupyter lab nbs/   then 22_step_through.ipynb (one AEL step, decision by decision) and',
                       f"                    24_compare.ipynb (this run beside others: read_result('{run_dir}'))"])
+
+# %% ../nbs/23_cli.ipynb #e057b14f
+def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervised method
+                       reference,  # a supervised run directory, or a bench/grid.py cell JSON (`find_reference`)
+                      ):
+    "Per-class IoU of the supervised reference beside every model the run evaluated last: the run's `iou.png` when the summary compares them."
+    from ael_nb.compare import read_result, INFOS
+    from ael_nb.metrics import iou_table, plot_iou
+    a, b = read_result(run_dir), read_result(reference)
+    last = [r['eval'] for r in read_metrics(run_dir) if 'eval' in r][-1]
+    runs = {f"supervised ({b['model']}, stored)": {c: v / 100 for c, v in b['iou'].items()}}
+    runs |= {f"{a['method']} {m}": s['per_class'] for m, s in last.items()}
+    return plot_iou(iou_table(runs, INFOS[a['dataset']]), f"{a['method']} beside supervised training (same setting and seed {a['seed']})")
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 positive = arg_type(at_least(1))   # argparse type: an integer >= 1

@@ -145,5 +145,7 @@ def plot_learning_curves(lc: pd.DataFrame, title: str = ''):
         sns.lineplot(lc, x='it', y=k, hue='label', style='model', style_order=['teacher', 'student'], markers=True,
                      errorbar=('pi', 100), ax=a)
         a.set(xlabel='step', ylabel=name); a.legend(fontsize=7)
+        a.set_ylim(0, max(5, 1.1 * lc[k].max()))                      # IoU from 0: a flat 0 lies on the axis, not mid-panel
+        if not lc[k].max() > 0: a.text(0.5, 0.5, f"{name.split(' (')[0]} is 0 at every evaluation", ha='center', transform=a.transAxes)
     fig.suptitle(title or 'learning curves'); fig.tight_layout()
     return fig

@@ -35,7 +35,9 @@ class DataConfig:
     flip: bool = True                       # random horizontal flip
     batch_size: int = 16                    # labeled images per optimiser step, over all ranks and accumulation steps
     unlabeled_ratio: int = 1                # unlabeled images per labeled image
-    num_workers: int = 2                    # DataLoader workers per rank
+    num_workers: int|Literal['auto'] = 'auto'  # DataLoader workers per loader (2 per rank); auto: by device
+    pin_memory: bool|Literal['auto'] = 'auto'  # page-locked batches, copied to the GPU asynchronously; auto: on CUDA
+    prefetch_factor: int|Literal['auto'] = 'auto'  # batches each worker loads ahead; auto: 4 on CUDA, else torch's 2
     acm_prefetch: bool = True               # load the next step's adaptive-CutMix sources in a background thread (same numbers)
     synthetic_n: int|None = None            # synthetic only: number of training scenes (None: its default)
     synthetic_size: tuple[int, int] = (96, 128)  # synthetic only: scene size (h, w)
@@ -54,6 +56,7 @@ class ModelConfig:
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
     checkpointing: bool = False             # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward per step)
     channels_last: bool = False             # NHWC memory format (oneDNN's bf16 convolutions on the CPU run faster; same numbers up to rounding)
+    compile: bool = False                   # torch.compile student and teacher (CPU: 1.18x, too late to pay)
 
 @dataclass
 class OptimConfig:
@@ -149,6 +152,7 @@ class RunConfig:
     on_nonfinite: Literal['stop', 'skip'] = 'stop'  # a NaN/inf loss: stop (raise `Diverged`, nothing saved) or skip that step's update
     max_skipped: int = 10                   # with on_nonfinite='skip': consecutive skipped steps before the run stops as diverged
     overwrite: bool = False                 # replace another run's results in `out` (else a non-empty `out` is refused unless `resume`)
+    cudnn_benchmark: bool = False           # CUDA: cuDNN times each convolution's algorithms once, keeps the fastest
 
 # %% ../nbs/14_config.ipynb #22dd97e3
 @dataclass
@@ -287,7 +291,7 @@ def cpu() -> Config:
     c = Config(preset='cpu')
     c.data.dataset, c.data.train_split, c.data.val_split = 'synthetic', 'train', 'val'
     c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/8, (96, 128), (96, 128), (1.0, 1.0)
-    c.data.batch_size, c.data.num_workers = 8, 0
+    c.data.batch_size = 8                   # data.num_workers 'auto': none on the CPU, by core count on a GPU
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
     c.model.channels_last = True            # bench/results/levers_cpu.md
     c.optim.lr, c.optim.weight_decay, c.optim.iters, c.optim.sup_loss = 0.01, 1e-4, 800, 'ce'
@@ -297,6 +301,7 @@ def cpu() -> Config:
     c.method.acm_targets = 'half'           # the authors' batch: 4 targets + 4 ACM sources, one teacher call (1.3x faster here)
     c.eval.protocol, c.eval.interval, c.eval.num_workers = 'whole', 400, 0
     c.run.out, c.run.log_interval = 'runs/cpu', 10
+    c.run.trace_interval = 50               # 16 small traces (12 MB) that 22_step_through's slider shows
     return c
 
 PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu)
@@ -316,6 +321,7 @@ def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
 
 def _int(lo=None, hi=None): return _num(lo, hi, integer=True)
 def _opt(rule): return (lambda v: v is None or rule[0](v)), f"null or {rule[1]}"
+def _auto(rule): return (lambda v: v == 'auto' or rule[0](v)), f"'auto' or {rule[1]}"
 def _each(rule): return (lambda v: isinstance(v, (tuple, list)) and all(rule[0](x) for x in v)), f"each {rule[1]}"
 def _one_of(*vals): return (lambda v: v in vals), f"one of {list(vals)}"
 def _ordered(rule): return (lambda v: _each(rule)[0](v) and list(v) == sorted(v)), f"(low, high) with low <= high, {_each(rule)[1]}"
@@ -328,7 +334,8 @@ RANGES = {
     'data.dataset': _TEXT, 'data.root': _opt(_TEXT), 'data.manifest': _opt(_TEXT),
     'data.fraction': _num(0, 1, lo_open=True), 'data.train_split': _TEXT, 'data.val_split': _TEXT,
     'data.crop_size': _each(_int(1)), 'data.scale': _ordered(_num(0, lo_open=True)), 'data.batch_size': _int(1),
-    'data.unlabeled_ratio': _int(1), 'data.num_workers': _int(0), 'data.synthetic_n': _opt(_int(1)),
+    'data.unlabeled_ratio': _int(1), 'data.num_workers': _auto(_int(0)), 'data.prefetch_factor': _auto(_int(1)),
+    'data.pin_memory': _auto(((lambda v: isinstance(v, bool)), 'true or false')), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
     'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
     'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),

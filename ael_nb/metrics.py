@@ -124,7 +124,8 @@ def plot_iou(df: pd.DataFrame,       # an `iou_table`
     for t in ax.get_xticklabels():
         if t.get_text() in tail: t.set_color('tab:red'); t.set_fontweight('bold')
     ax.tick_params(axis='x', rotation=45); ax.set_ylim(0, 100); ax.set_xlabel('')
-    ax.legend(title='tail classes in red', fontsize=8, title_fontsize=8)
+    ax.legend(title='tail classes in red', fontsize=8, title_fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1),
+              frameon=False)                                        # outside the bars: it never hides one
     if title: ax.set_title(title)
     fig.tight_layout()
     return fig

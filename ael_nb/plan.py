@@ -6,6 +6,7 @@ adaptive CutMix's source images, drawn one step ahead."""
 
 # %% ../nbs/16_plan.ipynb #a0bd398e
 from __future__ import annotations
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,7 +23,8 @@ from .faults import ignore_stop_signals
 
 # %% auto #0
 __all__ = ['TINY', 'mix_seed', 'plan_batch', 'PlanSampler', 'Augmented', 'collate', 'to_device', 'RunData', 'make_dataset',
-           'build_data', 'micro_batch', 'unlabeled_micro_batch', 'check_micro_batches', 'make_loader', 'AcmSources']
+           'build_data', 'micro_batch', 'unlabeled_micro_batch', 'check_micro_batches', 'loader_settings',
+           'make_loader', 'AcmSources']
 
 # %% ../nbs/16_plan.ipynb #5b25db4f
 def mix_seed(*xs: int) -> int:
@@ -158,15 +160,34 @@ def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 
                          "in training needs 2 images per forward (the ASPP's image pooling) unless SyncBatchNorm pools several GPUs; "
                          "raise data.batch_size, or set method.student_forward=joint")
 
+# %% ../nbs/16_plan.ipynb #cca9daba
+def loader_settings(d,              # `cfg.data`: its num_workers, pin_memory, prefetch_factor ('auto' or a value)
+                    device,         # the device the run trains on
+                    cpus: int|None = None,         # cores this process may use (default: its CPU affinity)
+                    local_ranks: int|None = None,  # ranks on this machine (default: torchrun's LOCAL_WORLD_SIZE, else 1)
+                   ) -> dict:
+    "Workers, pinned memory and prefetch of a training loader: values as set, 'auto' by device (CUDA: by the rank's cores)."
+    cuda = torch.device(device).type == 'cuda'
+    if cpus is None: cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+    if local_ranks is None: local_ranks = int(os.environ.get('LOCAL_WORLD_SIZE', 1))
+    share = max(cpus // max(local_ranks, 1), 1)
+    workers = min(max((share - 2) // 2, 1), 6) if cuda else 0   # two loaders; the main process and ACM's thread keep 2 cores
+    w = workers if d.num_workers == 'auto' else d.num_workers
+    pin = cuda if d.pin_memory == 'auto' else d.pin_memory
+    ahead = (4 if cuda else 2) if d.prefetch_factor == 'auto' else d.prefetch_factor
+    return dict(num_workers=w, pin_memory=pin, prefetch_factor=ahead if w > 0 else None)
+
 # %% ../nbs/16_plan.ipynb #21627847
 def make_loader(ds, batch: int, cfg: Config,
                 stream: int,   # 0 labeled, 1 unlabeled
                 start: int, stop: int,  # micro-steps
-                labeled: bool = True) -> DataLoader:
+                labeled: bool = True,
+                device='cpu',  # the device the batches go to (`loader_settings`)
+               ) -> DataLoader:
     "The loader of `ds` for micro-steps `start..stop-1` of this rank (`plan_batch`)."
     aug = Augmented(ds, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=labeled)
     plan = PlanSampler(len(ds), batch, cfg.run.seed, stream, start, stop, rank(), world_size())
-    return DataLoader(aug, batch_sampler=plan, collate_fn=collate, num_workers=cfg.data.num_workers,
+    return DataLoader(aug, batch_sampler=plan, collate_fn=collate, **loader_settings(cfg.data, device),
                       generator=torch.Generator().manual_seed(0), persistent_workers=False,
                       worker_init_fn=ignore_stop_signals)   # the main process handles SIGTERM/SIGINT (`21_faults`)
 

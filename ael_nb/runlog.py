@@ -128,7 +128,8 @@ def plot_conf_bank(records: list[dict], info: DatasetInfo):
         for c, name in enumerate(info.class_names):
             ax.plot(its, conf[:, c], ls='--' if c in info.tail_classes else '-', label=name)
     ax.set(xlabel='step', ylabel='Conf (Eq. 6)', title='Confidence bank (dashed: tail classes)')
-    ax.legend(fontsize=7, ncol=2, loc='best'); fig.tight_layout()
+    ax.legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1), frameon=False)   # outside: it never hides a curve
+    fig.tight_layout()
     return fig
 
 def results_table(cms: dict, info: DatasetInfo):
@@ -149,5 +150,5 @@ def write_results(out: Path, cms: dict, info: DatasetInfo, plots: bool = True):
     if plots:
         import matplotlib.pyplot as plt
         fig = plot_iou(iou_table(cms, info)); fig.savefig(out / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
-        fig = plot_conf_bank(read_metrics(out), info); fig.savefig(out / 'conf_bank.png', dpi=100); plt.close(fig)
+        fig = plot_conf_bank(read_metrics(out), info); fig.savefig(out / 'conf_bank.png', dpi=100, bbox_inches='tight'); plt.close(fig)
     return df

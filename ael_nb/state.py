@@ -20,8 +20,9 @@ from .cutmix import ClassTable
 from .plan import RunData, Augmented, AcmSources
 
 # %% auto #0
-__all__ = ['PREVIOUS', 'TrainState', 'lr_factor', 'build_state', 'rank_state', 'checkpoint', 'write_checkpoint',
-           'save_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest']
+__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'rank_state', 'checkpoint', 'write_checkpoint',
+           'save_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest',
+           'models_only']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -56,6 +57,9 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
                           checkpointing=mc.checkpointing).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
     teacher = make_teacher(student) if me.name != 'supervised' else None
+    if mc.compile:                                  # in place: parameter names and checkpoints stay the same
+        student.compile()
+        if teacher is not None: teacher.compile()
     if world_size() > 1:
         if mc.sync_bn and device.type == 'cuda': student = nn.SyncBatchNorm.convert_sync_batchnorm(student)
         student = nn.parallel.DistributedDataParallel(student, device_ids=[device.index] if device.type == 'cuda' else None)
@@ -136,6 +140,7 @@ def load_weights(module: nn.Module, sd: dict, path, ck_config: dict, cfg: Config
 def load_checkpoint(S: TrainState, path) -> TrainState:
     "Restore `S` from a checkpoint file (the run continues at `S.it`); tensors go to where `S` keeps them."
     ck = read_checkpoint(path)                                   # on the CPU: RNG states must stay there
+    if 'optimizer' not in ck: raise DataError(path, "holds the models only (as best.pth does): continue a run from its latest.pth")
     old, new = (dict(flat_items(dict(c, run={}))) for c in (ck['config'], to_dict(S.cfg)))
     changed = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in new.items() if old.get(k) != v]
     if changed and is_main(): warnings.warn(f"resuming {path} with a changed configuration: {'; '.join(changed)}")
@@ -176,3 +181,10 @@ def weights_digest(model) -> str:
     for k, v in sorted(unwrap(model).state_dict().items()):
         h.update(k.encode()); h.update(v.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()[:12]
+
+# %% ../nbs/17_state.ipynb #c25b1d11
+RESUME_KEYS = ('optimizer', 'scheduler', 'scaler', 'table', 'ranks', 'rng', 'acm_next')   # what only a resume reads
+
+def models_only(ck: dict) -> dict:
+    "A `checkpoint` without what only a resume reads (`RESUME_KEYS`): what `best.pth` keeps for evaluation and fine-tuning."
+    return {k: v for k, v in ck.items() if k not in RESUME_KEYS}

@@ -18,7 +18,7 @@ from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save
 from .config import Config, save_config
 from .teacher import ema_update
 from .plan import RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch, check_micro_batches
-from .state import TrainState, build_state, checkpoint, load_checkpoint, weights_digest, write_checkpoint, PREVIOUS
+from .state import TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest, write_checkpoint, PREVIOUS
 from .steps import STEPS, Trace, section, apply_pending_bank
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
@@ -39,8 +39,8 @@ class Run:
         self.cfg, self.data, self.S, self.device, self.stop, self.log, self.created_group, self.lock = cfg, data, S, device, stop, log, created_group, lock
         self.out, self.semi, self.step_fn = Path(cfg.run.out), cfg.method.name != 'supervised', STEPS[cfg.method.name]
         accum = cfg.optim.accum_steps
-        self.dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, S.it * accum, stop * accum, True))
-        self.dl_u = (iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, S.it * accum, stop * accum, False))
+        self.dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, S.it * accum, stop * accum, True, device))
+        self.dl_u = (iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, S.it * accum, stop * accum, False, device))
                      if self.semi else None)
         self.n_img, self.t0, self.t_start = 0, time.time(), time.time()
         self.cms, self.summaries = {}, {}
@@ -66,7 +66,7 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     if cfg.run.threads: torch.set_num_threads(cfg.run.threads)
     device = resolve_device(cfg.run.device)
     created = init_distributed(device.type)
-    if device.type == 'cuda': torch.cuda.set_device(device)
+    if device.type == 'cuda': torch.cuda.set_device(device); torch.backends.cudnn.benchmark = cfg.run.cudnn_benchmark
     asked, cfg = cfg, copy.deepcopy(cfg)                          # config.yaml keeps what was asked; the run uses what resolves
     cfg.optim.amp = resolve_amp(asked.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
@@ -192,7 +192,7 @@ def evaluate(self: Run) -> dict:
     name = self.cfg.eval.select if self.cfg.eval.select in self.summaries else next(iter(self.summaries))
     if self.summaries[name]['miou'] > S.best['miou']:
         S.best = dict(it=S.it, miou=self.summaries[name]['miou'], tail_miou=self.summaries[name]['tail_miou'], model=name)
-        self._write('best.pth')
+        self._write('best.pth', models_only)                      # evaluation and fine-tuning read it, never a resume
     self.save()
     self.t0 += time.time() - te                                     # throughput counts training time only
     return self.summaries
@@ -206,13 +206,14 @@ def save(self: Run):
 def _check_weights(self: Run): check_weights(dict(student=self.S.student, teacher=self.S.teacher), f"step {self.it}")
 
 @patch
-def _write(self: Run, name: str):
+def _write(self: Run, name: str, keep=None):   # keep: what of the checkpoint to write (`models_only`); default all
     "Write the checkpoint `<out>/<name>` atomically if the weights are finite; a full disk raises `NoSpace`."
     self._check_weights()
     ck = checkpoint(self.S)                                         # gathers every rank's own state
+    if keep is not None: ck = keep(ck)
     if is_main():
-        keep = self.out / PREVIOUS if name == 'latest.pth' and self.cfg.run.keep_previous else None
-        with disk_space(self.out / name): write_checkpoint(ck, self.out / name, previous=keep)
+        prev = self.out / PREVIOUS if name == 'latest.pth' and self.cfg.run.keep_previous else None
+        with disk_space(self.out / name): write_checkpoint(ck, self.out / name, previous=prev)
 
 @patch
 def save_due(self: Run) -> bool:

@@ -172,6 +172,8 @@ def cell_key(overrides: list[str]) -> str:
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
     d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
     d['model'].pop('channels_last', None)                                                     # timing only, same numbers up to rounding
+    for sec, k in (('model', 'compile'), ('data', 'pin_memory'), ('data', 'prefetch_factor'), ('run', 'cudnn_benchmark')):
+        d[sec].pop(k, None)                                                   # timing only, same numbers up to rounding
     for k in ('checkpoint_interval', 'checkpoint_minutes', 'overwrite'): d['run'].pop(k, None)           # no effect on the result
     if d['run'].get('on_nonfinite') == 'stop': d['run'].pop('on_nonfinite'); d['run'].pop('max_skipped', None)  # added later; default: a diverged run fails
     if d['method'].get('alpha_rampup') == 0: d['method'].pop('alpha_rampup')   # added later; 0 = the earlier behaviour

@@ -1,13 +1,20 @@
 """Paper-scale checks for a lent GPU: the paper-scale notebook's commands, run for real (`bench/paper_scale_gpu.sh`).
 
-Three parts, each through the kit's own console scripts (`ael-launch`, `ael-train`, `torchrun`):
-  launch   built-in synthetic scenes, `cpu` preset, 1 GPU through `ael-launch` (torchrun): it trains, img/s, peak memory;
+Parts, in this order (each through the kit's own console scripts or bench/floor.py, each run under `--timeout`):
+  floor    bench/floor.py: supervised / CutMix / AEL `Run.step()` vs its floor (the network's fwd+bwd + teacher fwd on
+           the same images), at paper scale (below) and with the `cpu` preset (small scale; loaders 'auto', then
+           without workers): step / floor, the data share of a GPU step, each section's share (ACP's included);
   scale    a Cityscapes-sized input: the `cityscapes` preset (R101 OS8, 769x769 crops, 2 labeled + 2 unlabeled images
            per GPU) on synthetic street scenes (10 classes; the dataset has no 19-class variant), ~20 steps per
-           variant (fp32, bf16, activation checkpointing): img/s and peak memory per GPU;
-  sigterm  SIGTERM to a running `ael-train` (expect exit 75 and a fresh latest.pth) and to a running `torchrun`
-           (what the SLURM script does), then `--resume`: does the run continue from the step it saved?
-Results: OUT/paper_scale.json (everything), OUT/paper_scale.md (tables), OUT/paper_scale_<part>.log (the runs' output).
+           variant (fp32, bf16, activation checkpointing in both): img/s and peak memory per GPU;
+  signals  SIGTERM and SIGUSR1 to a running `ael-train` and to a running `torchrun` (what the SLURM script does):
+           exit status (75 expected) and the step latest.pth holds; then `--resume` to a common step, and one
+           uninterrupted run to that step: are the resumed weights identical (digests)?
+  switches bench/floor.py --switches at paper scale: AEL's step under fp32 / channels_last / bf16 / cudnn.benchmark /
+           torch.compile (first step = compile time), each beside its floor;
+  launch   built-in synthetic scenes, `cpu` preset, 1 GPU through `ael-launch` (torchrun): it trains, img/s, peak memory.
+Results: OUT/paper_scale.json (everything), OUT/paper_scale.md (tables), OUT/paper_scale_<part>.log (the runs' output),
+OUT/floor_*.{json,md} (bench/floor.py's own reports).
 
     python bench/paper_scale.py --out /tmp/ps                                  # on the GPU machine (defaults: paper sizes)
     python bench/paper_scale.py --out /tmp/ps --device cpu --size 64 --steps 2 --backbone resnet18 --os 16 --tiny   # plumbing test
@@ -24,9 +31,13 @@ def read_jsonl(path) -> list[dict]:
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.is_file() else []
 
 
+DEADLINE = float('inf')   # time.time() by which every run ends (`--budget`): a device session's command limit
+
+
 def run_cmd(cmd, log, timeout, env=None) -> dict:
-    "Run `cmd` (logged to `log`), at most `timeout` s; returns rc (None on timeout) and wall seconds."
+    "Run `cmd` (logged to `log`), at most `timeout` s (and not past `DEADLINE`); returns rc (None on timeout) and wall seconds."
     t = time.time()
+    timeout = max(1.0, min(timeout, DEADLINE - t))
     with open(log, 'a') as f:
         f.write(f"\n$ {shlex.join(map(str, cmd))}\n"); f.flush()
         try: rc = subprocess.run(list(map(str, cmd)), stdout=f, stderr=subprocess.STDOUT, timeout=timeout, env=env).returncode
@@ -65,14 +76,56 @@ VARIANTS = {'fp32': [], 'bf16': ['optim.amp=bf16'], 'fp32+ckpt': ['model.checkpo
             'bf16+ckpt': ['optim.amp=bf16', 'model.checkpointing=true']}
 
 
+def paper_overrides(a) -> list[str]:
+    "The cityscapes preset on synthetic scenes at its crop, 2 + 2 images per GPU, from scratch (the network and batch of the paper)."
+    half = (a.size + 1) // 2        # scenes drawn at half size and scaled x2 (rendering a 769^2 scene costs ~0.5 s of CPU)
+    return ['data.dataset=synthetic', f'data.synthetic_size={half},{half}', 'data.scale=2,2', f'data.crop_size={a.size}',
+            'data.synthetic_n=64', 'data.batch_size=2', f'data.num_workers={a.workers}', 'model.pretrained=none',
+            'method.cp_exclude=0,1,2,3,4',   # the preset's Cityscapes ids (road ... sky) are synthetic's 0-4
+            f'model.backbone={a.backbone}', f'model.output_stride={a.os}']
+
+
+def floor_run(a, out, log, tag, preset, ov, extra=()) -> dict:
+    "bench/floor.py in a subprocess (its report lands in `out`); its JSON, or the reason there is none."
+    cmd = [sys.executable, Path(__file__).resolve().parent / 'floor.py', '--device', a.device, '--preset', preset,
+           '--reps', a.reps, '--tag', tag, '--out', out, *extra, '--set', *ov]
+    r = run_cmd(cmd, log, a.floor_timeout)
+    f = Path(out) / f'floor_{tag}.json'
+    return dict(r, **(json.loads(f.read_text()) if r['rc'] == 0 and f.is_file() else dict(error='no report; see the log')))
+
+
+def part_floor(a, R, log) -> dict:
+    "Step vs floor at paper scale and with the `cpu` preset (loaders 'auto', then in the main process)."
+    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
+    small = ['--tiny'] if a.tiny else []
+    return dict(paper=floor_run(a, a.out, log, f'{a.dev_tag}_paper', 'cityscapes', common(a) + paper),
+                small=floor_run(a, a.out, log, f'{a.dev_tag}_small', 'cpu', common(a), small),
+                small_no_workers=floor_run(a, a.out, log, f'{a.dev_tag}_small_w0', 'cpu',
+                                           common(a) + ['data.num_workers=0', 'data.pin_memory=false'], small))
+
+
+def part_switches(a, R, log) -> dict:
+    "AEL's step at paper scale under each speed switch, beside its floor (compile last: its first step is the compile time)."
+    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
+    names = [n for n in a.switches if 'compile' not in n]
+    if not names: return dict(skipped='no switch set without compile in --switches')
+    return floor_run(a, a.out, log, f'{a.dev_tag}_paper_switches', 'cityscapes', common(a) + paper, ['--switches', *names])
+
+
+def part_compile(a, R, log) -> dict:
+    "torch.compile at paper scale: its first step (the compile time) and steady step beside the same switches without it."
+    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
+    names = [n.replace(' + compile', '') for n in a.switches if 'compile' in n]
+    names = [m for n in names for m in (n, n + ' + compile')]
+    if not names: return dict(skipped='no compile switch set in --switches')
+    return floor_run(a, a.out, log, f'{a.dev_tag}_paper_compile', 'cityscapes', common(a) + paper, ['--switches', *names])
+
+
 def part_scale(a, R, log) -> dict:
     "The cityscapes preset at its crop on synthetic scenes, one GPU, 2 + 2 images: one run per variant."
-    half = (a.size + 1) // 2        # scenes drawn at half size and scaled x2 (rendering a 769^2 scene costs ~0.5 s of CPU)
-    ov = common(a) + ['data.dataset=synthetic', f'data.synthetic_size={half},{half}', 'data.scale=2,2', f'data.crop_size={a.size}',
-                      'data.synthetic_n=64', 'data.batch_size=2', f'data.num_workers={a.workers}', 'model.pretrained=none',
-                      'method.cp_exclude=0,1,2,3,4',   # the preset's Cityscapes ids (road ... sky) are synthetic's 0-4
-                      f'model.backbone={a.backbone}', f'model.output_stride={a.os}', f'optim.iters={a.steps}', 'eval.interval=0',
-                      'eval.max_images=1', 'eval.models=teacher', 'eval.num_workers=0', 'eval.protocol=whole', f'run.log_interval={max(1, a.steps // 4)}']
+    ov = common(a) + paper_overrides(a) + [f'optim.iters={a.steps}', 'eval.interval=0', 'eval.max_images=1', 'eval.models=teacher',
+                                           'eval.num_workers=0', 'eval.protocol=whole', f'run.log_interval={max(1, a.steps // 4)}']
+    half = (a.size + 1) // 2
     out = {}
     for v in a.variants:
         root = R / f'scale_{v.replace("+", "_")}'
@@ -102,37 +155,53 @@ def saved_step(run_dir):
     return int(torch.load(p, map_location='cpu', weights_only=False)['it'])
 
 
-def signal_run(cmd, run_dir, log, a) -> dict:
-    "Start `cmd`, SIGTERM it after `a.sig_step` logged steps, report its exit status and the step latest.pth holds."
+def signal_run(cmd, run_dir, log, a, sig: str = 'SIGTERM') -> dict:
+    "Start `cmd`, send `sig` after `a.sig_step` logged steps, report its exit status and the step latest.pth holds."
     with open(log, 'a') as f:
-        f.write(f"\n$ {shlex.join(map(str, cmd))}   (SIGTERM after step {a.sig_step})\n"); f.flush()
+        f.write(f"\n$ {shlex.join(map(str, cmd))}   ({sig} after step {a.sig_step})\n"); f.flush()
         p = subprocess.Popen(list(map(str, cmd)), stdout=f, stderr=subprocess.STDOUT)
         logged = wait_for_step(run_dir, p, a.sig_step, a.timeout)
         if p.poll() is not None: return dict(cmd=shlex.join(map(str, cmd)), error=f'ended by itself with {p.returncode} before the signal')
-        t = time.time(); p.send_signal(signal.SIGTERM)
+        t = time.time(); p.send_signal(getattr(signal, sig))
         try: rc = p.wait(timeout=120)
-        except subprocess.TimeoutExpired: p.kill(); rc = 'no exit within 120 s of SIGTERM (killed)'
+        except subprocess.TimeoutExpired: p.kill(); rc = f'no exit within 120 s of {sig} (killed)'
     return dict(cmd=shlex.join(map(str, cmd)), logged_before_signal=logged, rc=rc, exit_s=round(time.time() - t, 1),
                 latest_it=saved_step(run_dir))
 
 
-def part_sigterm(a, R, log) -> dict:
-    "SIGTERM to ael-train (expect 75) and to torchrun (the SLURM path), then --resume of the first."
+def summary_of(run_dir) -> dict:
+    p = Path(run_dir) / 'summary.json'
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
+def part_signals(a, R, log) -> dict:
+    "SIGTERM and SIGUSR1 to ael-train and to torchrun (expect 75), `--resume` of each to a common step, and a reference."
     from ael_nb.launch import torchrun_argv, train_argv
     from ael_nb.core import EXIT_REQUEUE
     ov = common(a) + ['optim.iters=100000', 'eval.interval=0', 'run.log_interval=5'] + (TINY if a.tiny else [])
-    out = dict(expected_rc=EXIT_REQUEUE)
-    d1 = R / 'sig_direct'
-    out['ael_train'] = signal_run(['ael-train', '--preset', 'cpu', '--out', d1] + ov, d1, log, a)
-    it = out['ael_train'].get('latest_it')
-    if it is not None:
-        r = run_cmd(['ael-train', '--preset', 'cpu', '--out', d1, '--resume'] + ov + [f'run.stop_at={it + 5}'], log, a.timeout)
-        recs = read_jsonl(d1 / 'metrics.jsonl')
-        out['resume'] = dict(r, from_it=it, summary_it=run_stats(d1)['steps'], expected_it=it + 5,
-                             logged_steps_after=[x['it'] for x in recs if 'loss' in x and x['it'] > it])
-    else: out['resume'] = dict(skipped='no latest.pth after the signal: nothing to resume from')
-    d2 = R / 'sig_torchrun'
-    out['torchrun'] = signal_run(torchrun_argv(train_argv('cpu', out=str(d2), overrides=ov), gpus=1), d2, log, a)
+    upto = [f'run.stop_at={a.resume_to}']
+    direct = lambda d, *x: ['ael-train', '--preset', 'cpu', '--out', d, *x] + ov
+    via_torchrun = lambda d: torchrun_argv(train_argv('cpu', out=str(d), overrides=ov), gpus=1)
+    out = dict(expected_rc=EXIT_REQUEUE, resume_to=a.resume_to, runs={})
+    ref = R / 'sig_reference'
+    out['reference'] = dict(run_cmd(direct(ref) + upto, log, a.timeout), weights=summary_of(ref).get('weights'),
+                            teacher_weights=summary_of(ref).get('teacher_weights'), it=summary_of(ref).get('it'))
+    for who, argv in (('ael-train', direct), ('torchrun', via_torchrun)):
+        for sig in a.signals:
+            d = R / f"sig_{who}_{sig}"
+            x = signal_run(argv(d), d, log, a, sig)
+            it = x.get('latest_it')
+            if it is None: x['resume'] = dict(skipped='no latest.pth after the signal: nothing to resume from')
+            elif it >= a.resume_to: x['resume'] = dict(skipped=f'saved step {it} is past --resume-to {a.resume_to}')
+            else:
+                cmd = direct(d, '--resume') + upto if who == 'ael-train' else torchrun_argv(
+                    train_argv('cpu', out=str(d), resume=True, overrides=ov + upto), gpus=1)
+                s = dict(run_cmd(cmd, log, a.timeout)); sm = summary_of(d)
+                same = [sm.get(k) == out['reference'][k] for k in ('weights', 'teacher_weights')]
+                s.update(from_it=it, it=sm.get('it'), identical=sm.get('weights') is not None and all(same))
+                x['resume'] = s
+            out['runs'][f'{who} {sig}'] = x
+            print(f"signals {who} {sig}: {json.dumps({k: v for k, v in x.items() if k != 'cmd'}, default=str)}", flush=True)
     return out
 
 
@@ -150,12 +219,49 @@ def markdown(res: dict) -> str:
             peak = max(x['peak_mem_gb']) if x.get('peak_mem_gb') else None
             L.append(f"| {v} | {x['rc']} | {x['img_per_s']} | {peak if peak is None else round(peak, 2)} | {x['wall_s']} |")
         L.append('')
-    if 'sigterm' in res:
-        x = res['sigterm']; L += ['## SIGTERM and resume', '', f"expected exit status {x['expected_rc']}", '']
-        for k in ('ael_train', 'torchrun'):
-            y = x.get(k, {}); L.append(f"- {k}: {json.dumps({kk: vv for kk, vv in y.items() if kk != 'cmd'})}")
-        L.append(f"- resume: {json.dumps({kk: vv for kk, vv in x.get('resume', {}).items() if kk != 'cmd'})}")
+    for key, title in (('paper', 'paper scale'), ('small', "the `cpu` preset, loaders 'auto'"),
+                       ('small_no_workers', '`cpu` preset, loading in the main process')):
+        x = res.get('floor', {}).get(key)
+        if x is None: continue
+        L += [f'## Step vs floor: {title}', '']
+        L += [floor_line(n, v) for n, v in x['variants'].items()] if 'variants' in x else [failed(x)]
+        L.append('')
+    for key, title in (('switches', 'Speed switches at paper scale (AEL)'), ('compile', 'torch.compile at paper scale (AEL)')):
+        if key not in res: continue
+        x = res[key]; L += [f'## {title}', '']
+        L += ([floor_line(n, v) + f", step / first variant's {x['vs_first'][n]:.2f}" for n, v in x['variants'].items()]
+              if 'variants' in x else [failed(x)])
+        L.append('')
+    if 'signals' in res:
+        x = res['signals']; ref = x.get('reference', {})
+        L += ['## Signals and resume', '', f"expected exit status {x['expected_rc']}; every run resumed to step "
+              f"{x['resume_to']}, compared with one uninterrupted run to that step (rc {ref.get('rc')}, step {ref.get('it')}, "
+              f"weights {ref.get('weights')})", '',
+              '| run | signal after step | exit status | s to exit | latest.pth step | resume rc | resumed to | weights identical |',
+              '|---|---|---|---|---|---|---|---|']
+        for k, y in x.get('runs', {}).items():
+            r = y.get('resume', {})
+            L.append(f"| {k} | {y.get('logged_before_signal', y.get('error'))} | {y.get('rc')} | {y.get('exit_s')} | {y.get('latest_it')} | "
+                     f"{r.get('rc', r.get('skipped'))} | {r.get('it')} | {r.get('identical')} |")
     return '\n'.join(L) + '\n'
+
+
+def failed(x: dict) -> str: return f"failed: rc {x.get('rc')}, {x.get('error') or x.get('skipped')}"
+
+
+def floor_line(name: str, v: dict) -> str:
+    "One bench/floor.py variant in words: step, floor, their ratio, the data share, ACP's share, img/s, first step."
+    acp = v.get('section_share', {}).get('ACP')
+    return (f"- {name}: step {v['step']['median_s']:.3f} s, floor {v['floor']['median_s']:.3f} s, "
+            f"floor / step {v['floor_over_step']:.2f}, "
+            f"data {100 * v['data_share']:.1f}% of the step" + ('' if acp is None else f", ACP {100 * acp:.1f}%") +
+            f", {v['images_per_step'] / v['step']['median_s']:.1f} img/s, first step {v['first_step_s']:.1f} s, loader {v['loader']}")
+
+
+PARTS = dict(floor=part_floor, scale=part_scale, signals=part_signals, switches=part_switches, compile=part_compile,
+             launch=part_launch)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floor import SWITCHES                 # bench/floor.py, beside this script
 
 
 def main(argv=None):
@@ -166,24 +272,39 @@ def main(argv=None):
     p.add_argument('--size', type=int, default=int(env_default('SIZE', 769)), help='crop of the scale part')
     p.add_argument('--steps', type=int, default=int(env_default('STEPS', 20)), help='steps per scale variant')
     p.add_argument('--launch-steps', type=int, default=int(env_default('LAUNCH_STEPS', 40)))
-    p.add_argument('--sig-step', type=int, default=int(env_default('SIG_STEP', 10)), help='SIGTERM after this logged step')
+    p.add_argument('--sig-step', type=int, default=int(env_default('SIG_STEP', 10)), help='signal after this logged step')
+    p.add_argument('--resume-to', type=int, default=int(env_default('RESUME_TO', 60)), help='resume signalled runs to this step')
+    p.add_argument('--signals', nargs='+', default=env_default('SIGNALS', 'SIGTERM SIGUSR1').split(),
+                   choices=['SIGTERM', 'SIGUSR1', 'SIGINT'])
+    p.add_argument('--reps', type=int, default=int(env_default('REPS', 5)), help='bench/floor.py rounds')
+    p.add_argument('--switches', nargs='+', default=env_default('SWITCHES', '|'.join(SWITCHES)).split('|'), choices=list(SWITCHES),
+                   help="bench/floor.py's switch sets (AEL_PS_SWITCHES: names joined by '|')")
     p.add_argument('--backbone', default=env_default('BACKBONE', 'resnet101'))
     p.add_argument('--os', type=int, default=int(env_default('OS', 8)))
-    p.add_argument('--workers', type=int, default=int(env_default('WORKERS', 6)), help='DataLoader workers per loader')
-    p.add_argument('--variants', nargs='+', default=env_default('VARIANTS', 'fp32 bf16 fp32+ckpt').split(), choices=list(VARIANTS))
-    p.add_argument('--parts', nargs='+', default=env_default('PARTS', 'launch scale sigterm').split(), choices=['launch', 'scale', 'sigterm'])
-    p.add_argument('--timeout', type=float, default=float(env_default('TIMEOUT', 150)), help='seconds per run')
+    p.add_argument('--workers', default=env_default('WORKERS', 'auto'), help="DataLoader workers per loader of the scale part")
+    p.add_argument('--variants', nargs='+', default=env_default('VARIANTS', 'fp32 bf16 fp32+ckpt bf16+ckpt').split(),
+                   choices=list(VARIANTS))
+    p.add_argument('--parts', nargs='+', default=env_default('PARTS', ' '.join(PARTS)).split(), choices=list(PARTS))
+    p.add_argument('--timeout', type=float, default=float(env_default('TIMEOUT', 150)), help='seconds per training run')
+    p.add_argument('--floor-timeout', type=float, default=float(env_default('FLOOR_TIMEOUT', 300)),
+                   help='seconds per bench/floor.py run')
+    p.add_argument('--budget', type=float, default=float(env_default('BUDGET', 540)),
+                   help='seconds for everything: later parts are skipped, runs stopped (the device tool allows 600 a command)')
     p.add_argument('--tiny', action='store_true', default=env_default('TINY', '0') == '1', help='tiny scenes and ResNet-18 (plumbing test)')
     a = p.parse_args(argv)
     import tempfile, torch
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+    a.dev_tag = 'cuda' if a.device.startswith('cuda') else 'cpu_dry'
     R = Path(a.runs or tempfile.mkdtemp(prefix='ael_ps_'))
     if a.device.startswith('cuda') and not torch.cuda.is_available(): sys.exit('paper_scale: --device cuda but torch sees no GPU')
     res = dict(device=torch.cuda.get_device_name() if a.device.startswith('cuda') else 'cpu', torch=torch.__version__,
                started=time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()), args=vars(a), runs=str(R))
     t0 = time.time()
-    for part, fn in [('launch', part_launch), ('scale', part_scale), ('sigterm', part_sigterm)]:
+    global DEADLINE
+    DEADLINE = t0 + a.budget
+    for part, fn in PARTS.items():
         if part not in a.parts: continue
+        if time.time() > DEADLINE - 10: res[part] = dict(skipped=f'--budget {a.budget} s spent'); continue
         try: res[part] = fn(a, R, out / f'paper_scale_{part}.log')
         except Exception as e: res[part] = dict(error=f'{type(e).__name__}: {e}')
         print(f"{part}: done at {time.time() - t0:.0f} s", flush=True)

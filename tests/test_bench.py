@@ -54,3 +54,47 @@ def test_unknown_variant_is_an_error(tmp_path):
                         '--results', str(tmp_path / 'res'), '--dry-run'], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 2 and "['cutmix'] in none of ['camvid']" in r.stderr and "'cutmix ramp'" in r.stderr
     assert not (tmp_path / 'res').exists()
+
+def test_floor_plumbing(tmp_path):
+    "bench/floor.py at tiny size: the three methods' steps beside their floors, the data share, its files (no timing asserted)."
+    cmd = [sys.executable, str(REPO / 'bench' / 'floor.py'), '--tiny', '--reps', '1', '--warmup', '1', '--threads', '1',
+           '--out', str(tmp_path), '--tag', 't']
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    res = json.loads((tmp_path / 'floor_t.json').read_text())
+    v = res['variants']
+    assert list(v) == ['supervised', 'cutmix', 'ael']
+    counts = {n: (x['floor_images']['student_images'], x['floor_images']['teacher_images']) for n, x in v.items()}
+    assert counts == {'supervised': (2, 0), 'cutmix': (4, 2), 'ael': (4, 4)}   # 2 + 2 images; AEL's teacher: + 2 ACM sources
+    for x in v.values():
+        assert x['step']['median_s'] > 0 and x['floor']['median_s'] > 0 and 0 <= x['data_share'] <= 1
+        assert abs(x['step_over_floor'] - x['step']['median_s'] / x['floor']['median_s']) < 1e-9
+        assert x['loader'] == dict(num_workers=0, pin_memory=False, prefetch_factor=None)   # 'auto' on the CPU
+    md = (tmp_path / 'floor_t.md').read_text()
+    assert all(f"| {n} |" in md for n in v) and 'step / floor' in md
+
+def test_floor_switches_plumbing(tmp_path):
+    "`--switches`: AEL under each named switch set, each against its own floor and the first variant's step."
+    cmd = [sys.executable, str(REPO / 'bench' / 'floor.py'), '--tiny', '--reps', '1', '--warmup', '1', '--threads', '1',
+           '--out', str(tmp_path), '--tag', 's', '--switches', 'fp32', 'fp32 + channels_last']
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    res = json.loads((tmp_path / 'floor_s.json').read_text())
+    assert list(res['variants']) == ['fp32', 'fp32 + channels_last'] and res['vs_first']['fp32'] == 1.0
+    assert [x['channels_last'] for x in res['variants'].values()] == [False, True]
+
+def test_paper_scale_gpu_script_dry_mode(tmp_path):
+    "bench/paper_scale_gpu.sh --cpu: the GPU script's plumbing on the CPU at tiny size (its first part), in one tarball."
+    import os, tarfile
+    env = dict(os.environ, AEL_PS_PARTS='floor')
+    r = subprocess.run(['bash', str(REPO / 'bench' / 'paper_scale_gpu.sh'), str(tmp_path), '--cpu'], capture_output=True,
+                       text=True, cwd=REPO, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    with tarfile.open(tmp_path / 'paper_scale_results.tgz') as t: names = set(t.getnames())
+    assert {'paper_scale.json', 'paper_scale.md', 'paper_scale_machine.txt', 'floor_cpu_dry_paper.json',
+            'floor_cpu_dry_small.json', 'floor_cpu_dry_small_w0.json'} <= names
+    res = json.loads((tmp_path / 'paper_scale.json').read_text())
+    paper = res['floor']['paper']['setting']
+    assert paper['crop'] == [64, 64] and paper['backbone'] == 'resnet18'
+    assert res['floor']['small_no_workers']['variants']['ael']['loader']['num_workers'] == 0
+    assert '## Step vs floor: paper scale' in (tmp_path / 'paper_scale.md').read_text()

@@ -83,3 +83,8 @@ def test_wait_for_returns_the_value_and_names_what_timed_out():
     def fail(): raise bc.CheckFailed('JupyterLab exited with status 1')
     with pytest.raises(bc.CheckFailed, match='exited with status 1'):
         bc.wait_for('anything', fail, timeout=60, every=0)   # a failure inside the wait ends it at once
+
+
+def test_log_count():
+    assert bc.log_count('') == 0 and bc.log_count('  ') == 0
+    assert bc.log_count('3') == 3 and bc.log_count('2 1') == 3             # one status item per source

@@ -1,7 +1,8 @@
 """Short runs of every method end with exactly the weights they ended with when `digests.json` was recorded:
 moving code around must not change one bit (two ranks: `test_ddp.py`). Record on a commit known to be right:
-`python tests/test_digests.py`."""
-import json, sys
+`python tests/test_digests.py`. Float results depend on the processor's kernels: on a platform with no stored
+digests, the recorded commit's code (`git archive`) is run on this machine and its digests are the reference."""
+import functools, json, os, subprocess, sys, tarfile, tempfile
 from pathlib import Path
 import pytest
 import torch
@@ -31,25 +32,43 @@ def run(case: str, out) -> dict:
     return dict(student=s['weights'], teacher=s['teacher_weights'])
 
 def stored(case: str) -> dict:
-    "The digests `case` ended with when recorded on this platform."
+    "The digests `case` ended with when recorded on this platform, else with the recorded commit's code on it."
     recorded = json.loads(DIGESTS.read_text())
-    assert platform() in recorded, (f"{DIGESTS}: no digests recorded for {platform()!r} (recorded: {sorted(recorded)}); "
-                                    "record them on a commit known to be right: python tests/test_digests.py")
-    return recorded[platform()][case]
+    if platform() in recorded['platforms']: return recorded['platforms'][platform()][case]
+    return reference(recorded['commit'])[case]
 
+@functools.cache
+def reference(commit: str) -> dict:
+    "Every case's digests from the code at `commit`, run here with these tests' harness (`python test_digests.py`)."
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as d:
+        archive = subprocess.run(['git', '-C', str(root), 'archive', commit, 'ael_nb'], capture_output=True)
+        assert archive.returncode == 0, f"{DIGESTS}: cannot read commit {commit} from git: {archive.stderr.decode()}"
+        Path(d, 'code.tar').write_bytes(archive.stdout)
+        with tarfile.open(Path(d, 'code.tar')) as t: t.extractall(d, filter='data')
+        env = os.environ | {'PYTHONPATH': d, 'AEL_DIGESTS_OUT': str(Path(d, 'digests.json'))}
+        done = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True, cwd=d)
+        assert done.returncode == 0, f"digests of commit {commit} could not be computed:\n{done.stderr[-3000:]}"
+        return json.loads(Path(d, 'digests.json').read_text())
 
 @pytest.mark.parametrize('case', CASES)
 def test_weights_unchanged(tmp_path, case): assert run(case, tmp_path) == stored(case)
 
 
-if __name__ == '__main__':                                                      # record this platform's digests
-    import tempfile
+def record(out) -> dict:
+    "Every case's digests with the `ael_nb` that is imported (the two-rank run included)."
     from test_ddp import two_ranks
-    with tempfile.TemporaryDirectory() as d:
-        new = {c: run(c, Path(d) / c) for c in CASES}
-        r0, r1 = two_ranks(Path(d) / 'ddp')
-        assert r0 == r1
-        new['ddp-ael'] = dict(student=r0['weights'], teacher=r0['teacher'])
-    recorded = json.loads(DIGESTS.read_text()) if DIGESTS.is_file() else {}
-    DIGESTS.write_text(json.dumps(recorded | {platform(): new}, indent=1, sort_keys=True) + '\n')
+    new = {c: run(c, Path(out) / c) for c in CASES}
+    r0, r1 = two_ranks(Path(out) / 'ddp')
+    assert r0 == r1
+    return new | {'ddp-ael': dict(student=r0['weights'], teacher=r0['teacher'])}
+
+
+if __name__ == '__main__':  # record HEAD's digests on this platform (other platforms then run HEAD's code), or write
+                            # them to AEL_DIGESTS_OUT
+    sys.path.insert(0, str(Path(__file__).parent))
+    with tempfile.TemporaryDirectory() as d: new = record(d)
+    if 'AEL_DIGESTS_OUT' in os.environ: Path(os.environ['AEL_DIGESTS_OUT']).write_text(json.dumps(new)); sys.exit()
+    head = subprocess.run(['git', 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True).stdout.strip()
+    DIGESTS.write_text(json.dumps({'commit': head, 'platforms': {platform(): new}}, indent=1, sort_keys=True) + '\n')
     print(f"{DIGESTS}: {platform()}", json.dumps(new, indent=1), file=sys.stderr)

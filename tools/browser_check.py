@@ -13,9 +13,12 @@ selenium from PyPI, in the environment that has the kit's dev extra (JupyterLab,
 What it does: starts `jupyter lab` headless on a free port of 127.0.0.1 with a token it draws (never another
 interface), with fresh settings and workspace folders (no news pop-up, every cell in the DOM); opens the notebook;
 waits for the kernel; runs Run > Run All Cells; waits until no cell is running and the kernel is idle; fails if
-a cell raised. With `--click TEXT` it clicks the widget button whose label is TEXT, `--times` times, and after
+a cell raised; fails if opening the notebook marked it modified (its stored metadata differs from what JupyterLab
+writes, so an autosave would rewrite a file the user only opened). With `--click TEXT` it clicks the widget button whose label is TEXT, `--times` times, and after
 each click waits until what the `--watch` CSS selectors match (default: the pictures in the outputs; an image's
-`src`, an input's value, else its text) differs from before the click. It saves the screenshot in every case,
+`src`, an input's value, else its text) differs from before the click. At the end it fails if any output went to
+JupyterLab's Log Console (outputs that belong to no cell, e.g. printed or displayed by a widget callback) or if
+the notebook's file changed on disk. It saves the screenshot in every case,
 also on failure, and always shuts JupyterLab down. Exit status 0 = every check passed; 1 = a check failed or
 timed out, with one line saying which.
 """
@@ -115,6 +118,22 @@ def kernel_idle(port: int, token: str, name: str) -> bool:
     return bool(ss) and all(s['kernel']['execution_state'] == 'idle' for s in ss)
 
 
+def modified(driver) -> bool:
+    "True when JupyterLab marks an open document modified (the dirty mark on its tab)."
+    return bool(driver.execute_script("return document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty').length"))
+
+
+def log_count(text: str) -> int:
+    "The number of new messages the Log Console's status bar item shows ('' when it shows none)."
+    return sum(int(n) for n in re.findall(r'\d+', text))
+
+
+def log_console(driver) -> int:
+    "How many outputs went to JupyterLab's Log Console (at its default level, those of no cell and errors), from the status bar."
+    return log_count(driver.execute_script(
+        "return Array.from(document.querySelectorAll('.jp-LogConsoleStatusItem')).map(e => e.textContent.trim()).join(' ');"))
+
+
 def snapshot(driver, selectors: list[str]) -> list[str]:
     "Short hashes of what the CSS `selectors` match now: an image's src, an input's value, else the element's text."
     js = """return arguments[0].flatMap(sel => Array.from(document.querySelectorAll(sel)).map(e =>
@@ -195,12 +214,13 @@ def click_and_check(driver, port, token, name, label, times, watch, timeout) -> 
     for i in range(1, times + 1):
         before = snapshot(driver, watch)
         if not before: raise CheckFailed(f"nothing matches {watch} to watch")
+        t0 = time.time()
         b.click()
         try: wait_for(f"click {i} of {label!r} to change {watch}", lambda: (snapshot(driver, watch) != before) and kernel_idle(port, token, name), timeout)
         except CheckFailed as e: raise CheckFailed(f"{e}; the click raised: {raised(driver)}" if raised(driver) else str(e)) from None
         after = snapshot(driver, watch)
         sizes.append((sum(x != y for x, y in zip(before, after)) + abs(len(after) - len(before)), len(after)))
-        print(f"click {i}: {sizes[-1][0]} of {sizes[-1][1]} watched elements changed", flush=True)
+        print(f"click {i}: {sizes[-1][0]} of {sizes[-1][1]} watched elements changed, {time.time() - t0:.1f} s after the click", flush=True)
     return sizes
 
 
@@ -208,6 +228,7 @@ def check(a) -> None:
     "The whole check; raises `CheckFailed` with one line on the first failure. Always stops the browser and JupyterLab."
     from selenium.webdriver.common.by import By
     nb = a.notebook.resolve()
+    stored = nb.read_bytes()
     port, token = a.port or free_port(), secrets.token_hex(16)
     tmp = Path(tempfile.mkdtemp(prefix='browser_check_'))
     write_settings(tmp / 'settings')
@@ -227,12 +248,20 @@ def check(a) -> None:
         driver.get(lab_url(port, token, nb.name))
         wait_for('the notebook to open', lambda: driver.find_elements(By.CSS_SELECTOR, '.jp-NotebookPanel .jp-Cell'), a.timeout)
         wait_for('the kernel to start and be idle', lambda: kernel_idle(port, token, nb.name), a.timeout)
+        time.sleep(2)                                        # JupyterLab writes the kernel's metadata into the model now
+        if modified(driver): raise CheckFailed("opening the notebook marked it modified: store its metadata as JupyterLab writes it "
+                                               "(kernelspec and language_info; see nbdev's allowed_metadata_keys)")
+        print("opened: the notebook is not modified by opening it", flush=True)
         toggle_sidebar(driver)                               # the notebook gets the whole width in the screenshot
         t0 = time.time()
         n = run_all(driver, port, token, nb.name, a.timeout)
         print(f"ran {n} code cells in {time.time() - t0:.0f} s, no error output", flush=True)
         print(f"{len(driver.find_elements(By.CSS_SELECTOR, '.jp-OutputArea-output img'))} pictures in the outputs", flush=True)
         if a.click: click_and_check(driver, port, token, nb.name, a.click, a.times, a.watch, a.timeout)
+        n_log = log_console(driver)
+        if n_log: raise CheckFailed(f"{n_log} output(s) went to JupyterLab's Log Console (outputs of no cell, e.g. from a widget callback)")
+        print("no output in the Log Console", flush=True)
+        if nb.read_bytes() != stored: raise CheckFailed(f"{nb} changed on disk during the check")
         if a.show: scroll_to_cell(driver, a.show)
         ok = True
     finally:
