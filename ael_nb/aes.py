@@ -29,10 +29,15 @@ def aes_mask(
     rates: torch.Tensor,  # s [C] from `aes_rates`
     generator: torch.Generator | None = None,  # on class_map's device, for reproducible masks
     ignore_index: int = IGNORE_INDEX,
+    shared: bool = False,  # one uniform map per class, shared by the batch's images (authors' code), not one per pixel
 ) -> torch.Tensor:  # bool [B,H,W], the indicator 1_ij of Eq. 9
     "Keep each pixel with the sampling rate of its class (Eq. 9); ignored pixels are never kept."
     valid = class_map != ignore_index
     cls = torch.where(valid, class_map, 0)
     if cls.numel() and (cls.min() < 0 or cls.max() >= len(rates)): raise ValueError(f"classes outside 0..{len(rates)-1} (and not {ignore_index})")
-    u = torch.rand(class_map.shape, generator=generator, device=class_map.device)
+    if not shared: u = torch.rand(class_map.shape, generator=generator, device=class_map.device)
+    else:
+        H, W = class_map.shape[-2:]
+        maps = torch.rand((len(rates), H, W), generator=generator, device=class_map.device)
+        u = maps[cls, torch.arange(H, device=cls.device)[:, None], torch.arange(W, device=cls.device)]
     return valid & (u < rates.to(class_map.device)[cls])

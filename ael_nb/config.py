@@ -15,10 +15,11 @@ import yaml
 from .core import DataError, atomic_write_text
 
 # %% auto #0
-__all__ = ['PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig',
-           'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'coerce', 'valid_keys', 'set_key', 'apply_overrides',
-           'cityscapes', 'voc', 'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict',
-           'get_preset', 'save_config', 'load_config', 'get_config', 'authors']
+__all__ = ['PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'DIFFERENCES', 'ABLATIONS', 'DataConfig', 'ModelConfig',
+           'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'coerce', 'valid_keys', 'set_key',
+           'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items',
+           'from_dict', 'get_preset', 'save_config', 'load_config', 'get_config', 'authors', 'Difference',
+           'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -116,6 +117,13 @@ class MethodConfig:
     student_forward: Literal['joint', 'separate'] = 'joint'  # one student forward on labeled + unlabeled images, or two (authors: BN statistics per batch)
     teacher_mode: Literal['eval', 'train'] = 'eval'  # the teacher predicts in eval mode, or in train mode (authors: dropout on, batch statistics)
     labeled_unsup: bool = False             # also apply the DR + AES weighted unsupervised loss to the labeled images against teacher pseudo-labels (authors)
+    aes_bank: Literal['before', 'after'] = 'before'  # AES reads Conf as the step began, or after its update (authors)
+    aes_draw: Literal['pixel', 'class'] = 'pixel'  # AES keep draw per pixel (Eq. 9), or per class map (authors)
+    unsup_denominator: Literal['labeled', 'all'] = 'labeled'  # Eq. 11 sums weights of labeled pixels, or all (authors)
+    table_rule: Literal['share', 'authors'] = 'share'  # ACM table: share > r*, or count >= r* W^2 (authors)
+    acm_full: Literal['region', 'fallback'] = 'region'  # a source all of the class: its region, or a box (authors)
+    box_position: Literal['uniform', 'round'] = 'uniform'  # ACM fallback box offset: uniform, or rounded (authors)
+    cp_choice: Literal['present', 'batch'] = 'present'  # ACP: K classes per source, or K draws per batch (authors)
 
 @dataclass
 class EvalConfig:
@@ -380,6 +388,9 @@ def validate(cfg: Config) -> Config:
         bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} (pixels between windows would get no prediction)")
     if not bad and cfg.data.batch_size % cfg.optim.accum_steps:
         bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by optim.accum_steps={cfg.optim.accum_steps}")
+    if not bad and cfg.method.aes_bank == 'after' and cfg.optim.accum_steps > 1:
+        bad.append(f"method.aes_bank='after' needs optim.accum_steps=1, got {cfg.optim.accum_steps} "
+                   "(the bank changes once per optimiser step, after the last micro-batch's AES)")
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
 
@@ -462,7 +473,9 @@ def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
                    'method.acm_targets=half', 'optim.loss_per_rank=true', 'method.absent_as_zero=true',
                    'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true', 'method.unsup_per_image=false',
-                   'method.acm_stride=1']
+                   'method.acm_stride=1', 'method.aes_bank=after', 'method.aes_draw=class',
+                   'method.unsup_denominator=all', 'method.table_rule=authors', 'method.acm_full=fallback',
+                   'method.box_position=round', 'method.cp_choice=batch']
 AUTHORS = dict(cityscapes=_AUTHORS_COMMON + ['method.r_star=0.01', 'method.acm_min_area=0.005'],
                voc=_AUTHORS_COMMON + ['method.cp_exclude=0,1,2,8,10'])
 
@@ -473,6 +486,115 @@ def authors(dataset: str) -> Config:
     return c
 
 PRESETS.update({f'{d}-authors': (lambda d=d: authors(d)) for d in AUTHORS})
+
+# %% ../nbs/14_config.ipynb #2a9866d2
+@dataclass(frozen=True)
+class Difference:
+    "One place where the paper's text, the authors' code (SemiSeg-AEL 747c797) and the kit's default part ways."
+    what: str                   # the difference, in a few words
+    keys: tuple[str, ...]       # configuration keys that choose a side (none: no switch)
+    paper: str                  # what the paper says
+    code: str                   # what the authors' code does
+    kit: str                    # the kit's default and why; without a switch, what the kit does instead
+    left: str = 'none'          # what still differs under the `-authors` presets
+
+_D = Difference
+DIFFERENCES = (
+    _D('backbone and ImageNet weights', ('model.deep_stem', 'model.pretrained'), '"ResNet-101 pretrained on ImageNet"',
+       'deep-stem ResNet-101 ("resnet101c"), their own weights file',
+       "no file ships: add `model.deep_stem=true model.pretrained=PATH` for theirs", 'their file: add it'),
+    _D('which images are labeled', ('data.manifest',), 'a seeded draw, not published',
+       '`random.seed(seed); random.sample(lines, n_sup)` over the `data_list` file at start',
+       '`ael-splits import authors LIST --n-sup N --seed S` redoes their draw; the examples use community lists',
+       'the split: import it'),
+    _D('BatchNorm statistics of the student', ('method.student_forward',), 'not said', 'labeled, then unlabeled batch',
+       'one forward: one set of statistics for the step'),
+    _D('effective learning rate', ('optim.loss_per_rank',), 'lr for the global batch of 16',
+       'every loss / world size, DDP averages: lr / 8 on 8 GPUs', 'the lr the paper writes'),
+    _D('unsupervised loss on labeled images', ('method.labeled_unsup',), 'not in the paper',
+       'DR + AES weighted, against teacher pseudo-labels', 'off, as the paper'),
+    _D('unlabeled images per step', ('method.acm_targets',), '16 (2 per GPU)',
+       "one of the two per GPU is CutMix's target", 'every unlabeled image is a target'),
+    _D('teacher mode', ('method.teacher_mode',), 'not said',
+       'train mode: dropout, batch statistics; labeled and unlabeled batches in separate calls',
+       'eval mode: a deterministic teacher'),
+    _D('bank, class absent from the batch', ('method.absent_as_zero',), 'Eq. 6, no word on absence', 'pulled towards 0',
+       'left as it is: an absent class was not measured'),
+    _D('bank statistic', ('method.bank_reduction',), 'Eq. 3: per image, then over images',
+       "pooled over the batch's pixels", 'Eq. 3'),
+    _D('AES: class of an unlabeled pixel', ('method.aes_source',), '"according to their predictions"',
+       'student arg-max', 'the pseudo-label, the class the loss teaches'),
+    _D('AES: which bank', ('method.aes_bank',), 'Eq. 8 from Conf', "after this step's bank update",
+       'before: ACP, ACM and AES of a step read one Conf, however the step is cut into micro-batches'),
+    _D('AES: keep draw', ('method.aes_draw',), 'Eq. 9, per pixel', 'one random map per class, shared by the batch',
+       'per pixel: independent decisions, as Eq. 9 reads'),
+    _D('unsupervised loss normalisation', ('method.unsup_per_image',), 'Eq. 11, per image', 'over the batch', 'Eq. 11'),
+    _D('Eq. 11 denominator', ('method.unsup_denominator',), 'pixels with a target',
+       'every pixel, those below the pseudo-label threshold (VOC 0.7) included', 'pixels with a target'),
+    _D('Copy-Paste sampling', ('method.cp_sqrt',), 'Eq. 7, softmax(1 - Conf)', 'softmax(sqrt(1 - Conf))', 'Eq. 7'),
+    _D('Copy-Paste classes', ('method.cp_choice',), 'K classes pasted',
+       'K draws with replacement over all classes, once per batch (a review counted 0.62 classes pasted on Cityscapes)',
+       'K distinct classes of each source (2.13 pasted there): K means K'),
+    _D('Copy-Paste exclusions', ('method.cp_exclude',), 'not said',
+       'road, sidewalk, building, vegetation, sky (0, 1, 2, 8, 10), also applied to VOC ids',
+       "VOC: background only (with K=1 it would erase the target's object)"),
+    _D('Copy-Paste source', (), 'another labeled image', 'any labeled image of the set, itself included, loaded apart',
+       'another image of the batch (same law up to the image itself)', 'the source draw'),
+    _D('ACM region search', ('method.acm_stride',), 'not said', 'connected components per pixel (scikit-image, CPU)',
+       '4x4 cells on the device: 0.24% of a step instead of a host round trip'),
+    _D('ACM class table / region threshold (Cityscapes)', ('method.r_star', 'method.acm_min_area'),
+       'r* (Table 8) for both', '0.01 for the table, 0.005 for the regions', 'r* for both, as the paper'),
+    _D('ACM class table rule', ('method.table_rule',), '"larger than r*"', 'pixels >= r* x width^2',
+       'share of the counted pixels > r*: right for non-square and padded crops'),
+    _D('ACM source all of one class', ('method.acm_full',), 'not said', 'no region found: a random box',
+       'the whole source is the region (their search drops the first label as if it were background)'),
+    _D('ACM fallback box offset', ('method.box_position',), 'not said',
+       'round(u x (H - h)): first and last offset half as likely', 'every offset equally likely'),
+    _D('ACM region area', (), 'r* of the image', 'r* x H^2', 'r* x H x W', "none on the presets' square crops"),
+    _D('pseudo-label confidence threshold', ('method.pl_threshold',), 'not said', '0 (Cityscapes), 0.7 (VOC)',
+       "the code's"),
+    _D('gradient accumulation', ('optim.accum_steps',), '-', 'none',
+       "bank, class table and their sync once per optimiser step (`aes_bank=after` needs 1)"),
+    _D('bank start value', ('method.bank_init',), 'not said', 'uniform random numbers', '1/C for every class',
+       'the start value'),
+    _D('bank and class table across GPUs', (), '-', 'one per GPU, never synchronised', 'all-reduced',
+       'one bank for all GPUs'),
+    _D('padding of crops', (), '-', 'label 0 (road / background)', 'ignore (255)', 'padded pixels'),
+    _D('dropout of a train-mode teacher', (), '-', "torch's global random numbers", 'the same law',
+       'the dropout masks'),
+    _D("ACM's source draw", (), 'not said', "at the step, from this step's bank and table",
+       'one step ahead, so the image loads in the background: bank and table one step older', 'the timing of the draw'),
+    _D('teacher at the start', (), 'EMA of the student',
+       'an independent random network (EMA decay 0 at step 0 then copies the student)', 'a copy of the student',
+       "the first step's pseudo-labels"),
+    _D('Cityscapes weight decay', ('optim.weight_decay',), '0.0005',
+       '0.0001 in their experiments/cityscapes_2/config.yaml',
+       "the paper's: set `optim.weight_decay=1e-4` for their file's", "their file's value"),
+    _D('VOC learning rate', ('optim.lr',), '0.001', '0.01 in their experiments/pascal_4/config.yaml',
+       "the paper's: set `optim.lr=0.01` for their file's", "their file's value"),
+)
+
+def _shown(v) -> str:
+    if isinstance(v, tuple): return ','.join(map(str, v))
+    return str(v).lower() if isinstance(v, bool) or v is None else str(v)
+
+def preset_values(key: str, names) -> str:
+    "Value of `key` in the presets `names`: once if they agree, else per preset."
+    vals = {n: _shown(_get(get_preset(n), key)) for n in names}
+    if len(set(vals.values())) == 1: return f'`{next(iter(vals.values()))}`'
+    return '; '.join(f'{n.split("-")[0]} `{v}`' for n, v in vals.items())
+
+def differences_table(datasets=('cityscapes', 'voc')) -> str:
+    "Markdown table of `DIFFERENCES`, each switch's values read from the paper presets and their `-authors` twins."
+    rows = ["| difference | key | paper | authors' code | paper presets | `-authors` presets | left under `-authors` "
+            "| the kit's default |", '|---|---|---|---|---|---|---|---|']
+    for d in DIFFERENCES:
+        paper = ' / '.join(preset_values(k, datasets) for k in d.keys) or '-'
+        code = ' / '.join(preset_values(k, [f'{n}-authors' for n in datasets]) for k in d.keys) or 'no switch'
+        keys = ', '.join(f'`{k}`' for k in d.keys) or '-'
+        rows.append(f"| {d.what} | {keys} | {d.paper} | {d.code} | {paper} | {code} | {d.left} | {d.kit} |")
+    return '\n'.join(rows)
+
 
 # %% ../nbs/14_config.ipynb #3e49686b
 ABLATIONS = {

@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch
 from .core import IGNORE_INDEX, draw, other_index
 from .transforms import resize_crop
+from .cutmix import sample_classes
 
 # %% auto #0
-__all__ = ['present_classes', 'choose_classes', 'large_scale_jitter', 'adaptive_copy_paste']
+__all__ = ['present_classes', 'choose_classes', 'batch_classes', 'large_scale_jitter', 'paste_classes', 'adaptive_copy_paste']
 
 # %% ../nbs/12_copy_paste.ipynb #89eafcb8
 def present_classes(
@@ -38,6 +39,17 @@ def choose_classes(
     top = keys.topk(min(k, w.shape[1]), dim=1).indices
     return torch.zeros_like(w, dtype=torch.bool).scatter_(1, top, True) & (w > 0)
 
+def batch_classes(
+    labels: torch.Tensor,  # [B,H,W] the maps to paste from
+    prob: torch.Tensor,  # [C] sampling probability r (Eq. 7)
+    k: int,  # draws (K)
+    generator: torch.Generator | None = None,  # source of randomness
+) -> torch.Tensor:  # bool [B,C]: the drawn classes each map holds
+    "The authors' choice: `k` draws with replacement from `prob`, once for the batch; each map pastes those it holds."
+    drawn = torch.zeros(prob.numel(), dtype=torch.bool, device=labels.device)
+    drawn[sample_classes(prob.to(labels.device), k, generator)] = True
+    return present_classes(labels, prob.numel()) & drawn
+
 # %% ../nbs/12_copy_paste.ipynb #cd8dc1d6
 def large_scale_jitter(
     images: torch.Tensor,  # [B,3,H,W] float (normalised)
@@ -51,6 +63,20 @@ def large_scale_jitter(
     if not len(images): return images, labels
     out, lab, _ = resize_crop(images, labels, tuple(images.shape[-2:]), scale, flip, generator, ignore_index=ignore_index)
     return out.to(images.dtype), lab
+
+# %% ../nbs/12_copy_paste.ipynb #14baf318
+def paste_classes(
+    images: torch.Tensor,  # [B,3,H,W] targets
+    labels: torch.Tensor,  # [B,H,W] their labels
+    src_img: torch.Tensor,  # [B,3,H,W] (jittered) sources
+    src_lab: torch.Tensor,  # [B,H,W] their labels
+    chosen: torch.Tensor,  # bool [B,C] classes to paste from each source
+) -> tuple:  # (images, labels, mask bool [B,H,W])
+    "Every source pixel of a chosen class onto its target, image and label alike."
+    B, C = chosen.shape
+    idx = torch.where((src_lab >= 0) & (src_lab < C), src_lab, C).view(B, -1)
+    mask = torch.cat([chosen, chosen.new_zeros(B, 1)], 1).gather(1, idx).view_as(labels)
+    return torch.where(mask[:, None], src_img, images), torch.where(mask, src_lab, labels), mask
 
 # %% ../nbs/12_copy_paste.ipynb #8369696c
 def adaptive_copy_paste(
@@ -66,8 +92,10 @@ def adaptive_copy_paste(
     return_mask: bool = False,  # also return the paste mask bool [B,H,W]
     return_info: bool = False,  # also return dict(mask, src [B], classes bool [B,C] pasted, applied bool [B]) (for traces)
     src: torch.Tensor | None = None,  # [B] source index of each image (default: `other_index`, at random)
+    choice: str = 'present',  # 'present': `choose_classes` per image; 'batch': `batch_classes`, the authors'
 ) -> tuple:  # (images, labels) or (images, labels, mask)
     "Adaptive Copy-Paste: paste all pixels of K classes drawn from `prob` from another labeled image of the batch."
+    if choice not in ('present', 'batch'): raise ValueError(f"choice {choice!r} not in ('present', 'batch')")
     B, dev = images.shape[0], images.device
     apply = draw(B, generator, dev) < p
     src = other_index(B, generator, dev) if src is None else src.to(dev)
@@ -78,11 +106,7 @@ def adaptive_copy_paste(
         src_img, src_lab = images.clone(), torch.full_like(labels, ignore_index)
         src_img[todo], src_lab[todo] = large_scale_jitter(images[src[todo]], labels[src[todo]], scale, flip,
                                                           generator, ignore_index)
-        chosen = choose_classes(src_lab, prob, k, generator)  # [B,C]
-        C = chosen.shape[1]
-        idx = torch.where((src_lab >= 0) & (src_lab < C), src_lab, C).view(B, -1)
-        mask = torch.cat([chosen, chosen.new_zeros(B, 1)], 1).gather(1, idx).view_as(labels)
-        images = torch.where(mask[:, None], src_img, images)
-        labels = torch.where(mask, src_lab, labels)
+        chosen = (choose_classes if choice == 'present' else batch_classes)(src_lab, prob, k, generator)  # [B,C]
+        images, labels, mask = paste_classes(images, labels, src_img, src_lab, chosen)
     if return_info: return images, labels, dict(mask=mask, src=src, classes=chosen, applied=apply & (B > 1))
     return (images, labels, mask) if return_mask else (images, labels)

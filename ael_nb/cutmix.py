@@ -22,15 +22,19 @@ def random_boxes(
     area: tuple[float, float] = (0.5, 0.5),  # range of the box area, as a fraction of h*w
     generator: torch.Generator | None = None,  # source of randomness
     device=None,  # device of the result
+    position: str = 'uniform',  # 'uniform': offsets equally likely; 'round': round(u x (h - box)), the authors'
 ) -> torch.Tensor:  # long [n,4]: (y0, x0, y1, x1), end exclusive
     "`n` random boxes of area fraction ~U(area) and log-uniform aspect ratio, inside an h x w image."
+    if position not in ('uniform', 'round'): raise ValueError(f"position {position!r} not in ('uniform', 'round')")
     u = draw((n, 4), generator, device)
     a = area[0] + (area[1] - area[0]) * u[:, 0]
     hf = a ** u[:, 1]
     bh = (hf * h).round().clamp(1, h).long()
     bw = (a / hf * w).round().clamp(1, w).long()
-    y0 = torch.minimum((u[:, 2] * (h - bh + 1)).long(), h - bh)
-    x0 = torch.minimum((u[:, 3] * (w - bw + 1)).long(), w - bw)
+    if position == 'round': y0, x0 = (u[:, 2] * (h - bh)).round().long(), (u[:, 3] * (w - bw)).round().long()
+    else:
+        y0 = torch.minimum((u[:, 2] * (h - bh + 1)).long(), h - bh)
+        x0 = torch.minimum((u[:, 3] * (w - bw + 1)).long(), w - bw)
     return torch.stack([y0, x0, y0 + bh, x0 + bw], 1)
 
 def box_mask(
@@ -105,8 +109,11 @@ class ClassTable:
                  num_classes: int,  # C
                  num_images: int,  # N, size of the unlabeled set (images are named by their index)
                  r_star: float = 0.005,  # r*: a class is present if its pixel share is > r*
-                 device='cpu'):
-        self.num_classes, self.num_images, self.r_star = num_classes, num_images, r_star
+                 device='cpu',
+                 rule: str = 'share',  # 'share': share of counted pixels > r*; 'authors': pixels >= r* x width^2
+                ):
+        if rule not in ('share', 'authors'): raise ValueError(f"rule {rule!r} not in ('share', 'authors')")
+        self.num_classes, self.num_images, self.r_star, self.rule = num_classes, num_images, r_star, rule
         self.table = torch.zeros(num_classes, num_images, dtype=torch.bool, device=device)
         self.stamp = torch.full((num_images,), -1, dtype=torch.long, device=device)  # -1 = never seen
         self.step = 0
@@ -117,17 +124,34 @@ class ClassTable:
 
 # %% ../nbs/13_cutmix.ipynb #7b3fca97
 @patch
+def pixel_counts(self: ClassTable,
+                 pseudo: torch.Tensor,  # [B,H,W] pseudo-labels (teacher argmax), ignore_index = not counted
+                 ignore_index: int = IGNORE_INDEX,
+                ) -> torch.Tensor:  # float64 [B,C]: pixels of each class
+    "Pixels of each class in each pseudo-label map."
+    B, C = pseudo.shape[0], self.num_classes
+    lab = pseudo.reshape(B, -1)
+    lab = torch.where((lab >= 0) & (lab < C) & (lab != ignore_index), lab, C)
+    return torch.zeros(B, C + 1, dtype=torch.float64, device=lab.device).scatter_add_(
+        1, lab, torch.ones_like(lab, dtype=torch.float64))[:, :C]
+
+@patch
 def class_shares(self: ClassTable,
                  pseudo: torch.Tensor,  # [B,H,W] pseudo-labels (teacher argmax), ignore_index = not counted
                  ignore_index: int = IGNORE_INDEX,
                 ) -> torch.Tensor:  # float64 [B,C]: share of each class among the counted pixels
     "Pixel share r^c of each class in each pseudo-label map."
-    B, C = pseudo.shape[0], self.num_classes
-    lab = pseudo.reshape(B, -1)
-    lab = torch.where((lab >= 0) & (lab < C) & (lab != ignore_index), lab, C)
-    counts = torch.zeros(B, C + 1, dtype=torch.float64, device=lab.device).scatter_add_(
-        1, lab, torch.ones_like(lab, dtype=torch.float64))[:, :C]
+    counts = self.pixel_counts(pseudo, ignore_index)
     return counts / counts.sum(1, keepdim=True).clamp_min(1)
+
+@patch
+def holds(self: ClassTable,
+          pseudo: torch.Tensor,  # [B,H,W] pseudo-labels
+          ignore_index: int = IGNORE_INDEX,
+         ) -> torch.Tensor:  # bool [B,C]
+    "Which classes each map holds: share > r* (`rule='share'`), or pixels >= r* x width^2 (`rule='authors'`)."
+    if self.rule == 'share': return self.class_shares(pseudo, ignore_index) > self.r_star
+    return self.pixel_counts(pseudo, ignore_index) >= self.r_star * pseudo.shape[-1] ** 2
 
 @patch
 def update(self: ClassTable,
@@ -135,10 +159,10 @@ def update(self: ClassTable,
            pseudo: torch.Tensor,  # [B,H,W] their pseudo-labels
            ignore_index: int = IGNORE_INDEX,
           ) -> ClassTable:
-    "Refresh the columns of the images the teacher has just seen: present = share > r*."
+    "Refresh the columns of the images the teacher has just seen: present as `holds` says."
     self.step += 1
     idx = torch.as_tensor(indices, device=self.table.device).long()
-    self.table[:, idx] = (self.class_shares(pseudo, ignore_index) > self.r_star).T.to(self.table.device)
+    self.table[:, idx] = self.holds(pseudo, ignore_index).T.to(self.table.device)
     self.stamp[idx] = self.step
     return self
 
@@ -248,8 +272,10 @@ def region_boxes(
     generator: torch.Generator | None = None,  # source of randomness
     min_area: float = 0.005,  # a component must cover more than this fraction of the image (counted in pixels)
     stride: int = 1,  # find components on stride x stride cells holding any mask pixel; 1 = on the pixels
+    full: str = 'region',  # a mask covering the map: 'region' (the image's box) or 'fallback' (found=False, authors')
 ) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found)
     "Tight box of a random connected component larger than `min_area`; found=False where there is none."
+    if full not in ('region', 'fallback'): raise ValueError(f"full {full!r} not in ('region', 'fallback')")
     B, H, W = mask.shape
     cnt = cell_counts(mask, stride) if stride > 1 else mask.long()
     h, w = cnt.shape[1:]
@@ -258,6 +284,7 @@ def region_boxes(
     area[:, 0] = 0                                         # pixels, not cells: min_area means the same at any stride
     eligible = area > min_area * H * W
     pick, found = pick_uniform(eligible, generator), eligible.any(1)
+    if full == 'fallback': found = found & ~mask.flatten(1).all(1)
     chosen = (ids == pick[:, None]).view(B, h, w) & found[:, None, None]
     if stride > 1: chosen = chosen.repeat_interleave(stride, 1).repeat_interleave(stride, 2)[:, :H, :W] & mask
     return mask_boxes(chosen), found
@@ -285,13 +312,16 @@ def acm_boxes(
     fallback_area: tuple[float, float] = (0.5, 0.5),  # random box when there is no usable region
     src_valid: torch.Tensor | None = None,  # bool [B,H,W] real (not padded) source pixels
     stride: int = 4,  # components on stride x stride cells (4 = DeepLabv3+ output); 1 = on the pixels, as the authors
+    full: str = 'region',  # a source all of the class: 'region' (the image) or 'fallback' (a random box, authors')
+    position: str = 'uniform',  # the random box's offset, see `random_boxes`
 ) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found: True = class region, False = fallback)
     "Adaptive CutMix's box per source: a region of class `classes[i]` (appendix A), else a random box."
     B, _, H, W = src_probs.shape
     cls = class_mask(src_probs, classes)
     if src_valid is not None: cls = cls & src_valid
-    boxes, found = region_boxes(cls, generator, min_area, stride)
-    return torch.where(found[:, None], boxes, random_boxes(B, H, W, fallback_area, generator, src_probs.device)), found
+    boxes, found = region_boxes(cls, generator, min_area, stride, full)
+    fallback = random_boxes(B, H, W, fallback_area, generator, src_probs.device, position)
+    return torch.where(found[:, None], boxes, fallback), found
 
 def adaptive_cutmix(
     images: torch.Tensor,  # [B,3,H,W] target unlabeled images
@@ -305,10 +335,12 @@ def adaptive_cutmix(
     src_valid: torch.Tensor | None = None,  # bool [B,H,W] real (not padded) source pixels
     return_found: bool = False,  # also return found bool [B]: True = class region, False = fallback box
     stride: int = 4,  # region search on stride x stride cells (4 = DeepLabv3+ output); 1 = on the pixels, as the authors
+    full: str = 'region',  # see `acm_boxes`
+    position: str = 'uniform',  # see `random_boxes`
 ) -> tuple:  # (images, probs, mask) [+ found]; mask bool [B,H,W] True = from the source
     "Adaptive CutMix: paste the box of a region of class `classes[i]` of source i onto target i (appendix A)."
     B, _, H, W = images.shape
-    boxes, found = acm_boxes(src_probs, classes, generator, min_area, fallback_area, src_valid, stride)
+    boxes, found = acm_boxes(src_probs, classes, generator, min_area, fallback_area, src_valid, stride, full, position)
     mask = box_mask(boxes, H, W)
     out = (paste(images, src_images, mask), paste(probs, src_probs, mask), mask)
     return (*out, found) if return_found else out

@@ -68,12 +68,15 @@ def unsup_loss(
     weights: torch.Tensor | None = None,  # [B,H,W] >= 0, e.g. `dr_weights(...)` or an AES mask; None = all ones
     per_image: bool = True,  # True: normalise per image then average images (Eq. 11); False: over the batch
     ignore_index: int = IGNORE_INDEX,
+    denominator: str = 'labeled',  # 'labeled': sum w over pseudo-labeled pixels; 'all': every pixel's w (authors' code)
 ) -> torch.Tensor:  # scalar
     "Weighted pixel cross-entropy against pseudo-labels, $\\sum w\\ell / \\sum w$ per image, averaged (Eq. 9-11)."
     valid = pseudo_label != ignore_index
     ce = F.cross_entropy(student_logits, pseudo_label, ignore_index=ignore_index, reduction='none')
+    if denominator not in ('labeled', 'all'): raise ValueError(f"denominator {denominator!r} not in ('labeled', 'all')")
     w = valid.float() if weights is None else weights.float() * valid
-    num, den = (w * ce).flatten(1).sum(1), w.flatten(1).sum(1)
+    d = w if denominator == 'labeled' or weights is None else weights.float()
+    num, den = (w * ce).flatten(1).sum(1), d.flatten(1).sum(1)
     if not per_image: num, den = num.sum(), den.sum()
     has = den > 0
     ratio = num / torch.where(has, den, 1)

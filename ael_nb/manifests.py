@@ -6,7 +6,7 @@ against the dataset on disk."""
 
 # %% ../nbs/10_manifests.ipynb #fb99be5d
 from __future__ import annotations
-import argparse, hashlib, json, re, shlex, sys
+import argparse, hashlib, json, random, re, shlex, sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
@@ -19,7 +19,7 @@ __all__ = ['FORMAT', 'SPLITS', 'ID_SHAPES', 'IMPORTERS', 'Manifest', 'default_sp
            'draw_order', 'ids_hash', 'split_prefix', 'manifest_name', 'make_manifest', 'manifest_dict', 'save_manifest',
            'validate_manifest', 'load_manifest', 'manifest_hash', 'verify_manifest', 'manifest_datasets', 'path_to_id',
            'read_id_list', 'refuse_unlabeled_name', 'import_lists', 'import_unimatch', 'u2pl_labeled', 'import_u2pl',
-           'import_cps', 'check_dataset_name', 'check_without_data', 'ael_splits']
+           'import_cps', 'import_authors', 'check_dataset_name', 'check_without_data', 'ael_splits']
 
 # %% ../nbs/10_manifests.ipynb #764b6930
 FORMAT = 'ael_nb.manifest/1'
@@ -306,7 +306,34 @@ def import_cps(labeled_file, dataset: str, split: str | None = None, **kw) -> Ma
     return import_lists(lab, lab.with_name(lab.name.replace('_labeled_', '_unlabeled_')), dataset, split, fmt='cps',
                         **dict(fraction=frac, count=count, name=f"cps_{lab.stem.rsplit('_', 1)[-1]}") | kw)
 
-IMPORTERS = {'unimatch': import_unimatch, 'u2pl': import_u2pl, 'cps': import_cps}
+def import_authors(list_file,               # the authors' `data_list` file: one `image label` line per training image
+                   dataset: str,            # dataset name
+                   split: str | None = None,  # dataset split of the list (None: the dataset's training split)
+                   n_sup: int | None = None,  # labeled images (`dataset.n_sup` of their config.yaml)
+                   seed: int = 0,           # their `--seed` (default 0)
+                   name: str = '', provenance: dict | None = None,
+                  ) -> Manifest:
+    "The labeled set SemiSeg-AEL draws at start: `random.seed(seed); random.sample(lines, n_sup)` over the lines."
+    path = Path(list_file)
+    if not path.is_file(): raise DataError(path, 'split list is missing')
+    with open(path) as f: lines = [l.strip().split(' ') for l in f]      # as their BaseDataset reads it
+    if empty := [i + 1 for i, l in enumerate(lines) if not l[0]]:
+        raise DataError(path, f"line {empty[0]} is empty: the authors' code would count it as an image; remove it")
+    if n_sup is None or not 0 < n_sup < len(lines):
+        raise DataError(path, f'--n-sup must be in 1..{len(lines) - 1} for its {len(lines)} lines, got {n_sup}')
+    labeled = [path_to_id(l[0]) for l in random.Random(seed).sample(lines, n_sup)]   # as after random.seed(seed)
+    ids = [path_to_id(l[0]) for l in lines]
+    if len(set(ids)) != len(ids): raise DataError(path, f'{len(ids) - len(set(ids))} ids listed twice')
+    draw = ('random.seed(seed); random.sample(lines, n_sup) over the lines of the data_list file, as '
+            'semseg/dataset/cityscapes_semi_cp.py and pascal_voc_semi_cp.py, github.com/hzhupku/SemiSeg-AEL 747c797')
+    prov = _file_prov('authors', [path]) | dict(draw=draw, n_sup=n_sup, seed=seed, lines=len(lines))
+    prov |= provenance or {}
+    split, unlabeled = split or default_split(dataset), sorted(set(ids) - set(labeled))
+    m = Manifest(dataset, split, sorted(labeled), unlabeled, count=n_sup, seed=seed, provenance=prov)
+    m.name = split_prefix(dataset, split) + (name or f'authors_{n_sup}_seed{seed}')
+    return validate_manifest(m, path)
+
+IMPORTERS = {'unimatch': import_unimatch, 'u2pl': import_u2pl, 'cps': import_cps, 'authors': import_authors}
 
 # %% ../nbs/10_manifests.ipynb #8157e2ce
 def check_dataset_name(dataset: str):
@@ -358,9 +385,13 @@ def _parser():
     mk.add_argument('--out', default='data_manifests', help='output folder (default data_manifests)')
     mk.add_argument('--force', action='store_true', help='overwrite existing manifests that differ')
     im = sub.add_parser('import', help='convert split lists of another codebase',
-                        description='Convert the labeled/unlabeled split lists of UniMatch, U2PL or CPS into a manifest.')
+                        description='Convert the labeled/unlabeled split lists of UniMatch, U2PL or CPS into a '
+                                    "manifest, or redo the authors' (SemiSeg-AEL) seeded draw from their data_list.")
     im.add_argument('format', choices=sorted(IMPORTERS), help='unimatch: <folder>/{labeled,unlabeled}.txt; u2pl: <folder> or its labeled.txt '
-                    '(unlabeled.txt beside it, else the rest of the split from --root); cps: *_labeled_1-N.txt')
+                    '(unlabeled.txt beside it, else the rest of the split from --root); cps: *_labeled_1-N.txt; '
+                    "authors: SemiSeg-AEL's data_list (e.g. fine_train.txt) with --n-sup and --seed")
+    im.add_argument('--n-sup', type=int, help="authors only: labeled images, their config's dataset.n_sup (e.g. 186)")
+    im.add_argument('--seed', type=int, help='authors only: their --seed (default 0)')
     im.add_argument('path', help='split folder or labeled list file')
     im.add_argument('--dataset', required=True, help=f"the kit's dataset name: {', '.join(SPLITS)} (VOC is voc, not pascal)")
     im.add_argument('--split', help="split the ids belong to (default: the dataset's training split: train; voc train_aug, ade20k training)")
@@ -418,6 +449,11 @@ def _import(a) -> list[str]:
                      + (['--name', a.name] if a.name else []))
     kw = dict(name=a.name) if a.name else {}
     if needs_pool: kw['pool'] = ds.ids
+    if (a.format == 'authors') != (a.n_sup is not None) or (a.seed is not None and a.format != 'authors'):
+        raise ValueError('--n-sup and --seed belong to the authors format, which needs --n-sup')
+    if a.format == 'authors':
+        kw |= dict(n_sup=a.n_sup, seed=a.seed or 0)
+        cmd += ' ' + shlex.join(['--n-sup', str(a.n_sup), '--seed', str(a.seed or 0)])
     m = IMPORTERS[a.format](a.path, a.dataset, split, provenance=dict(command=cmd), **kw)
     if ds is not None: verify_manifest(m, ds); return [_write(m, a.out, a.force)]
     check_without_data(m, a.path)

@@ -70,7 +70,8 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
                           data.info.ignore_index, device=device)
     table = sources = None
     if me.name == 'ael' and me.acm:
-        table = ClassTable(data.info.num_classes, len(data.unlabeled), r_star=me.r_star, device=device)
+        table = ClassTable(data.info.num_classes, len(data.unlabeled), r_star=me.r_star, device=device,
+                           rule=me.table_rule)
         unl = Augmented(data.unlabeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=False)
         sources = AcmSources(unl, table, background=cfg.data.acm_prefetch)
     return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, sources)

@@ -86,6 +86,8 @@ def teacher_probs(teacher, x: torch.Tensor, valid: torch.Tensor|None = None,
 def teacher_views(S: TrainState, **views) -> dict:
     "One teacher call on several `name=(images, valid)` batches (None: skipped), split back by name."
     views = {k: v for k, v in views.items() if v is not None}
+    if S.cfg.method.teacher_mode == 'train' and 'lab' in views and len(views) > 1:   # batch statistics: labeled apart
+        lab = views.pop('lab'); return teacher_views(S, **views) | teacher_views(S, lab=lab)
     p = teacher_probs(S.teacher, torch.cat([x for x, _ in views.values()]), torch.cat([v for _, v in views.values()]),
                       S.cfg.method.teacher_mode == 'train')
     return dict(zip(views, p.split([len(x) for x, _ in views.values()])))
@@ -152,15 +154,16 @@ def aes_dr_loss(S: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat: tor
                 trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     "Eq. 8-11 on pseudo-labeled pixels: the AES keep mask 1_ij, the DR weights w_ij and the normalised loss; returns (L_u, keep, w)."
     m, conf = S.cfg.method, S.bank.conf
-    keep = y_hat != IGNORE_INDEX
+    keep = y_hat != IGNORE_INDEX if m.unsup_denominator == 'labeled' else p.amax(1) > 0   # 'all': every real pixel
     if m.aes:                                                         # 1_ij of Eq. 9
         with section(trace, 'AES'):
             cls = y_hat if m.aes_source == 'teacher' else torch.where(keep, logits.detach().argmax(1), IGNORE_INDEX)
             s = aes_rates(conf, m.beta)                               # Eq. 8
-            keep = aes_mask(cls, s, generator=g)
+            keep = aes_mask(cls, s, generator=g, shared=m.aes_draw == 'class')
         if trace is not None: trace.record(aes_rates=s, aes_class=cls)
     with section(trace, 'DR'): w = dr_weights(p, m.gamma, keep) if m.dr else keep.float()   # w_ij of Eq. 10
-    return unsup_loss(logits.float(), y_hat, w, per_image=m.unsup_per_image), keep, w      # Eq. 11
+    L_u = unsup_loss(logits.float(), y_hat, w, per_image=m.unsup_per_image, denominator=m.unsup_denominator)  # Eq. 11
+    return L_u, keep, w
 
 # %% ../nbs/18_steps.ipynb #e7cea565
 def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
@@ -170,7 +173,8 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace
     if m.acp:                                                         # adaptive Copy-Paste (labeled)
         with section(trace, 'ACP'):
             r_cp = sampling_prob(conf, m.temperature, exclude=m.cp_exclude, sqrt=m.cp_sqrt)   # Eq. 7
-            x_l, y_l, cp = adaptive_copy_paste(x_l, y_l, r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale, generator=g, return_info=True)
+            x_l, y_l, cp = adaptive_copy_paste(x_l, y_l, r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale, generator=g,
+                                               return_info=True, choice=m.cp_choice)
         if trace is not None: trace.record(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
     if m.acm:                                                         # adaptive CutMix's sources: c ~ r (Eq. 7), an image holding c
         with section(trace, 'ACM: sources'):
@@ -186,7 +190,8 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace
         with section(trace, 'ACM: regions + paste'):
             x_u, p_u, cut, found = adaptive_cutmix(ub['image'], p_t, src['image'], p['src'], src['classes'], g,
                                                    min_area=m.r_star if m.acm_min_area is None else m.acm_min_area, stride=m.acm_stride,
-                                                   src_valid=src['valid'], return_found=True)
+                                                   src_valid=src['valid'], return_found=True, full=m.acm_full,
+                                                   position=m.box_position)
         if trace is not None: trace.record(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'],
                                            acm_src_image=src['image'], acm_found=found)
     else:
@@ -194,9 +199,10 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace
     y_hat = pseudo_label(p_u, m.pl_threshold)
     with section(trace, 'student forward'): out_l, out_u = forward_split(S.student, x_l, x_u, m.student_forward == 'separate')
     L_s = supervised_loss(out_l, y_l, S.cfg)                          # Eq. 1
+    if m.aes_bank == 'after': update_bank(S, out_l, y_l, trace)       # Eq. 3-6 before AES reads the bank (authors)
     L_u, keep, w = aes_dr_loss(S, out_u['out'], p_u, y_hat, g, trace)  # Eq. 8-11
     if m.labeled_unsup: L_u = L_u + aes_dr_loss(S, out_l['out'], p['lab'], pseudo_label(p['lab'], m.pl_threshold), g)[0]
-    update_bank(S, out_l, y_l, trace)                                 # Eq. 3-6
+    if m.aes_bank == 'before': update_bank(S, out_l, y_l, trace)      # Eq. 3-6
     n_valid = (y_hat != IGNORE_INDEX).sum().clamp_min(1)
     if trace is not None: trace.record(lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'], ub_index=ub['index'],
                                        p_t=p_t, x_u=x_u, p_u=p_u, cut_mask=cut, y_hat=y_hat, keep=keep, w=w, pred_u=out_u['out'].argmax(1))
