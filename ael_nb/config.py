@@ -15,11 +15,11 @@ import yaml
 from .core import DataError, atomic_write_text
 
 # %% auto #0
-__all__ = ['PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'DIFFERENCES', 'ABLATIONS', 'DataConfig', 'ModelConfig',
-           'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'coerce', 'valid_keys', 'set_key',
-           'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items',
-           'from_dict', 'get_preset', 'save_config', 'load_config', 'get_config', 'authors', 'Difference',
-           'preset_values', 'differences_table']
+__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
+           'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
+           'framework', 'resolve_method', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc',
+           'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'get_preset', 'save_config',
+           'load_config', 'get_config', 'authors', 'weak_to_strong', 'Difference', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -80,18 +80,37 @@ class OptimConfig:
 @dataclass
 class MethodConfig:
     "The semi-supervised method and every switch of the ablations (Tables 5-10)."
-    name: Literal['supervised', 'meanteacher', 'cutmix', 'ael'] = 'ael'
+    name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'] = 'ael'
+    base: Literal['cutmix', 'fixmatch', 'unimatch'] = 'cutmix'  # the basic framework under name='ael' (paper: cutmix)
     alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10); paper 1.0; from scratch, 0.5 holds the head classes at 1600 steps (bench/RESULTS.md)
     alpha_rampup: int = 0                   # steps over which alpha rises from 0 (sigmoid ramp); 0 = full alpha from step 0 (paper)
     ema_decay: float = 0.99                 # teacher EMA: min(1 - 1/(it+1), decay)
     ema_buffers: Literal['ema', 'copy'] = 'ema'  # BN statistics of the teacher: averaged or copied
     pl_threshold: float = 0.0               # pseudo-labels below this teacher confidence are ignored (code: 0 / VOC 0.7)
     unsup_per_image: bool = True            # Eq. 11 normalised per image (paper) or over the batch
-    # AEL components (Table 5); all False = the basic framework
-    dr: bool = True                         # dynamic re-weighting (Eq. 10-11)
-    aes: bool = True                        # adaptive equalization sampling (Eq. 8-9)
-    acm: bool = True                        # adaptive CutMix (Eq. 7); off = plain CutMix
-    acp: bool = True                        # adaptive Copy-Paste on labeled images
+    # AEL components (Table 5), on any basic framework (cutmix, fixmatch, unimatch); all False = the basic framework
+    # None: on under name='ael', off under the basic frameworks (`resolve_method` fills them in)
+    dr: bool|None = None                    # dynamic re-weighting (Eq. 10-11)
+    aes: bool|None = None                   # adaptive equalization sampling (Eq. 8-9)
+    acm: bool|None = None                   # adaptive CutMix (Eq. 7); off = plain CutMix
+    acp: bool|None = None                   # adaptive Copy-Paste on labeled images
+    # weak-to-strong frameworks (fixmatch, unimatch: nbs/18a, 18b); defaults: UniMatch's code (LiheYoung/UniMatch@7292bac)
+    teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views: the EMA teacher (the kit), or the student
+                                            # itself under stop-gradient (FixMatch, UniMatch)
+    conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this (UniMatch: 0.95)
+    strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch: 1)
+    fp_dropout: float = 0.5                 # unimatch: Dropout2d rate on the weak view's encoder features (0: no stream)
+    unimatch_weights: tuple[float, float] = (0.5, 0.5)  # unimatch: weights of the image-level (mean over strong views)
+                                            # and the feature-level losses
+    halve_loss: bool = True                 # fixmatch/unimatch: (L_s + L_u) / 2 as their code does; false: L_s + L_u
+    jitter: tuple[float, float, float, float] = (0.5, 0.5, 0.5, 0.25)  # strong view: colour jitter (brightness,
+                                            # contrast, saturation, hue)
+    jitter_prob: float = 0.8                # strong view: probability of the colour jitter
+    gray_prob: float = 0.2                  # strong view: probability of grayscale
+    blur_prob: float = 0.5                  # strong view: probability of a Gaussian blur, sigma ~ U(blur_sigma)
+    blur_sigma: tuple[float, float] = (0.1, 2.0)
+    mix_prob: float = 0.5                   # strong view: probability of a CutMix box from another image
+    mix_area: tuple[float, float] = (0.02, 0.4)  # strong view: CutMix box area range (fraction of the image)
     # confidence bank (Eq. 3-6)
     indicator: Literal['confidence', 'margin', 'entropy'] = 'confidence'  # Table 7
     tau: float = 0.999                      # bank momentum (Eq. 6)
@@ -173,6 +192,20 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     run: RunConfig = field(default_factory=RunConfig)
     preset: str = 'cityscapes'              # the preset this configuration started from
+
+# %% ../nbs/14_config.ipynb #10d6c022
+AEL_PARTS = ('acp', 'acm', 'aes', 'dr')
+FRAMEWORKS = ('cutmix', 'fixmatch', 'unimatch')
+
+def framework(m: MethodConfig) -> str:
+    "The basic framework a method trains with: `base` under 'ael', else the method itself."
+    return m.base if m.name == 'ael' else m.name
+
+def resolve_method(cfg: Config) -> Config:
+    "Fill AEL's components left at None (in place): on under 'ael', off under every other method."
+    for p in AEL_PARTS:
+        if getattr(cfg.method, p) is None: setattr(cfg.method, p, cfg.method.name == 'ael')
+    return cfg
 
 # %% ../nbs/14_config.ipynb #78549a4e
 _TRUE, _FALSE = {'true', 'yes', 'on', '1'}, {'false', 'no', 'off', '0'}
@@ -362,7 +395,24 @@ RANGES = {
     'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)), 'run.log_interval': _int(1),
     'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
     'run.checkpoint_interval': _int(0), 'run.checkpoint_minutes': _num(0), 'run.max_skipped': _int(0),
+    **{f'method.{p}': ((lambda v: v is None or isinstance(v, bool)), "true, false or null (on under method.name=ael)")
+       for p in AEL_PARTS},
+    'method.conf_thresh': _PROB, 'method.strong_views': _int(1), 'method.fp_dropout': _num(0, 1, hi_open=True),
+    'method.unimatch_weights': _each(_num(0)), 'method.jitter': _each(_num(0)), 'method.jitter_prob': _PROB,
+    'method.gray_prob': _PROB, 'method.blur_prob': _PROB, 'method.blur_sigma': _ordered(_num(0, lo_open=True)),
+    'method.mix_prob': _PROB, 'method.mix_area': _ordered(_num(0, 1, lo_open=True)),
 }
+
+def _method_checks(m: MethodConfig) -> list[str]:
+    "Switches that would be silently ignored by the chosen method."
+    bad = [f"method.{p}=true needs a basic framework to act on (method.name={m.name!r}): use cutmix, fixmatch, "
+           "unimatch or ael" for p in AEL_PARTS if getattr(m, p) and m.name in ('supervised', 'meanteacher')]
+    if m.base != 'cutmix' and m.name != 'ael':
+        bad.append(f"method.base={m.base!r} applies under method.name=ael; for {m.base} alone use method.name={m.base}")
+    if m.teacher == 'student' and framework(m) not in ('fixmatch', 'unimatch'):
+        bad.append(f"method.teacher=student applies to fixmatch and unimatch, not {framework(m)!r} (EMA teacher)")
+    if m.jitter[3] > 0.5: bad.append(f"method.jitter={m.jitter!r}: the hue jitter (4th value) must be <= 0.5")
+    return bad
 
 def _get(cfg, key):
     for p in key.split('.'): cfg = getattr(cfg, p)
@@ -391,11 +441,12 @@ def validate(cfg: Config) -> Config:
     if not bad and cfg.method.aes_bank == 'after' and cfg.optim.accum_steps > 1:
         bad.append(f"method.aes_bank='after' needs optim.accum_steps=1, got {cfg.optim.accum_steps} "
                    "(the bank changes once per optimiser step, after the last micro-batch's AES)")
+    if not bad: bad += _method_checks(cfg.method)
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
 
 # %% ../nbs/14_config.ipynb #c4d9e2a1
-_AEL = lambda part: (lambda c: c.method.name == 'ael' and getattr(c.method, part), f"method.name=ael with method.{part}=true")
+_AEL = lambda part: (lambda c: getattr(c.method, part), f"method.{part}=true")   # AEL's parts, on whichever method uses them
 _SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
 USED_WHEN = {
@@ -467,7 +518,7 @@ def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
     "Preset, then YAML file (if any), then `key=value` overrides, then `validate`: the configuration a run uses."
     cfg = get_preset(preset)
     if config is not None: cfg = load_config(config, base=cfg)
-    return validate(apply_overrides(cfg, overrides))
+    return validate(resolve_method(apply_overrides(cfg, overrides)))
 
 # %% ../nbs/14_config.ipynb #8ffb4b58
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
@@ -486,6 +537,24 @@ def authors(dataset: str) -> Config:
     return c
 
 PRESETS.update({f'{d}-authors': (lambda d=d: authors(d)) for d in AUTHORS})
+
+# %% ../nbs/14_config.ipynb #afa9815a
+_W2S_COMMON = ['method.teacher=student', 'method.conf_thresh=0.95', 'optim.weight_decay=1e-4', 'model.aux=false',
+               'data.batch_size=8']
+WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001', 'optim.head_lr_mult=10',
+                                         'optim.sup_loss=ce', 'model.output_stride=16', 'eval.protocol=whole'],
+                      cityscapes=_W2S_COMMON + ['data.crop_size=769', 'optim.lr=0.005', 'optim.head_lr_mult=1',
+                                                'optim.sup_loss=ohem', 'model.backbone=resnet50',
+                                                'model.output_stride=8'])
+
+def weak_to_strong(dataset: str, method: str) -> Config:
+    "The `dataset` preset with `method` ('fixmatch' or 'unimatch') at its authors' values (`WEAK_TO_STRONG[dataset]`)."
+    c = apply_overrides(PRESETS[dataset](), WEAK_TO_STRONG[dataset] + [f'method.name={method}'])
+    c.preset = f'{dataset}-{method}'
+    return c
+
+PRESETS.update({f'{d}-{m}': (lambda d=d, m=m: weak_to_strong(d, m))
+                for d in WEAK_TO_STRONG for m in ('fixmatch', 'unimatch')})
 
 # %% ../nbs/14_config.ipynb #2a9866d2
 @dataclass(frozen=True)

@@ -73,11 +73,13 @@ def cutmix(
     generator: torch.Generator | None = None,  # source of randomness
     area: tuple[float, float] = (0.5, 0.5),  # box area range (fraction of the image)
     return_mask: bool = False,  # also return the mask bool [B,H,W] (True = from the partner)
+    prob: float = 1.0,  # probability that an image gets a box (UniMatch: 0.5)
 ) -> tuple:  # (images, probs) or (images, probs, mask)
     "Plain CutMix: paste a random box of another image of the batch, into the image and its predictions alike."
     B, _, H, W = images.shape
     j = other_index(B, generator, images.device)
     mask = cutmix_box_mask(H, W, area, generator, images.device, n=B) & (j != torch.arange(B, device=j.device))[:, None, None]
+    if prob < 1: mask &= (draw(B, generator, images.device) < prob)[:, None, None]
     out = paste(images, images[j], mask), paste(probs, probs[j], mask)
     return (*out, mask) if return_mask else out
 

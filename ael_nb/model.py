@@ -139,11 +139,19 @@ class DeepLabV3Plus(nn.Module):
             if name in names: f[names[name]] = x
         return f
 
-    def forward(self, x):
+    def decode(self, low, high, size) -> torch.Tensor:
+        "Logits at `size` from the backbone's `low` and `high` maps: ASPP, decoder, classifier."
+        low = self.reduce(low)
+        y = torch.cat([_up(self.aspp(high), low.shape[-2:]), low], 1)
+        return _up(self.classifier(self.decoder(y)), size)
+
+    def forward(self, x,
+                fp: float = 0.0):  # > 0: also `fp`, the logits decoded from Dropout2d(fp) of the encoder features (UniMatch)
         f = self.features(x)
-        low = self.reduce(f['low'])
-        y = torch.cat([_up(self.aspp(f['high']), low.shape[-2:]), low], 1)
-        out = dict(out=_up(self.classifier(self.decoder(y)), x.shape[-2:]))
+        if not fp: out = dict(out=self.decode(f['low'], f['high'], x.shape[-2:]))
+        else:                                       # one decoder pass over clean and perturbed features, as UniMatch's
+            both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
+            out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
         if self.aux_classifier is not None and self.training: out['aux'] = _up(self.aux_classifier(f['mid']), x.shape[-2:])
         return out
 

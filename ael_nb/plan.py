@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 from .core import DatasetInfo, DataError, rank, world_size, make_generator
-from .config import Config
+from .config import Config, resolve_method, framework, FRAMEWORKS
 from .datasets import get_dataset
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
@@ -139,19 +139,19 @@ def micro_batch(cfg: Config, world: int|None = None) -> int:   # world: ranks (N
 
 def unlabeled_micro_batch(cfg: Config, world: int|None = None) -> int:
     "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved in the authors' ACM arrangement (`method.acm_targets='half'`)."
-    n, m = micro_batch(cfg, world) * cfg.data.unlabeled_ratio, cfg.method
-    if m.name == 'ael' and m.acm and m.acm_targets == 'half':
+    n, m = micro_batch(cfg, world) * cfg.data.unlabeled_ratio, resolve_method(cfg).method
+    if m.acm and m.acm_targets == 'half':
         if n % 2: raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and micro-step, got {n}")
         n //= 2
     return n
 
 def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
     "Refuse settings where mixing within a rank's micro-batch would silently do nothing (one image: no partner to mix with), or a lone image meets BatchNorm."
-    m, b_l, b_u, where = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
-    if m.name == 'ael' and m.acp and b_l < 2:
+    m, b_l, b_u, where = resolve_method(cfg).method, micro_batch(cfg), unlabeled_micro_batch(cfg), 'data.batch_size / (ranks x optim.accum_steps)'
+    if m.acp and b_l < 2:
         raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, but each rank holds {b_l} ({where}); "
                          "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
-    if (m.name == 'cutmix' or (m.name == 'ael' and not m.acm)) and b_u < 2:
+    if framework(m) in FRAMEWORKS and not m.acm and b_u < 2:
         raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
                          "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
     pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'      # SyncBatchNorm: statistics over all ranks

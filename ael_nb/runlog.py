@@ -86,7 +86,7 @@ def eval_scalars(summaries: dict) -> dict:
     return out
 
 # %% ../nbs/19_runlog.ipynb #62b8a3fe
-IMAGE_KEYS = ('lb_image', 'x_l', 'ub_image', 'x_u', 'acm_src_image')    # normalised images: stored as uint8
+IMAGE_KEYS = ('lb_image', 'x_l', 'ub_image', 'x_u', 'x_u2', 'acm_src_image')    # normalised images: stored as uint8
 CLASS_KEYS = ('r_cp', 'r_cm', 'aes_rates', 'bank_before', 'bank_after') # per-class vectors: stored whole
 
 def compact_trace(tr: Trace, n: int = 2) -> dict:

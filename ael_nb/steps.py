@@ -23,7 +23,7 @@ from .state import TrainState
 # %% auto #0
 __all__ = ['STEPS', 'Trace', 'section', 'forward_split', 'supervised_loss', 'teacher_probs', 'teacher_views', 'pseudo_label',
            'alpha_ramp', 'update_bank', 'apply_pending_bank', 'supervised_step', 'meanteacher_step', 'cutmix_step',
-           'aes_dr_loss', 'ael_step']
+           'aes_dr_loss', 'copy_paste_labeled', 'acm_sources', 'acm_table', 'acm_paste', 'ael_step']
 
 # %% ../nbs/18_steps.ipynb #ac55c026
 class Trace:
@@ -166,34 +166,58 @@ def aes_dr_loss(S: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat: tor
     return L_u, keep, w
 
 # %% ../nbs/18_steps.ipynb #e7cea565
+def copy_paste_labeled(S: TrainState, lb: dict, g: torch.Generator,
+                       trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    "ACP: the labeled images and labels with objects of low-confidence classes pasted in (Eq. 7); as they are when off."
+    m = S.cfg.method
+    if not m.acp: return lb['image'], lb['label']
+    with section(trace, 'ACP'):
+        r_cp = sampling_prob(S.bank.conf, m.temperature, exclude=m.cp_exclude, sqrt=m.cp_sqrt)   # Eq. 7
+        x_l, y_l, cp = adaptive_copy_paste(lb['image'], lb['label'], r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale,
+                                           generator=g, return_info=True, choice=m.cp_choice)
+    if trace is not None: trace.record(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
+    return x_l, y_l
+
+def acm_sources(S: TrainState, ub: dict, g: torch.Generator, trace: Trace|None = None) -> dict|None:
+    "ACM's sources, one per unlabeled image: a class c ~ r (Eq. 7) and an unlabeled image holding c; None when off."
+    m = S.cfg.method
+    if not m.acm: return None
+    with section(trace, 'ACM: sources'):
+        r_cm = sampling_prob(S.bank.conf, m.temperature, exclude=m.acm_exclude)
+        src = to_device(S.sources.take(r_cm, len(ub['image']), g), ub['image'].device)
+    if trace is not None: trace.record(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'],
+                                       acm_src_image=src['image'])
+    return src
+
+def acm_table(S: TrainState, ub: dict, p_t: torch.Tensor, src: dict, p_src: torch.Tensor, trace: Trace|None = None):
+    "The class table learns what the teacher has just seen: its pseudo-labels of the weak views and of ACM's sources."
+    with section(trace, 'ACM: class table'):
+        S.table.update(ub['index'], pseudo_label(p_t)); S.table.update(src['index'], pseudo_label(p_src))
+
+def acm_paste(S: TrainState, x_t: torch.Tensor, p_t: torch.Tensor, x_src: torch.Tensor, src: dict, p_src: torch.Tensor,
+              g: torch.Generator, trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    "Adaptive CutMix: into each target (`x_t`, `p_t`) the region of its source's class c (`x_src`, `p_src`)."
+    m = S.cfg.method
+    with section(trace, 'ACM: regions + paste'):
+        x_u, p_u, cut, found = adaptive_cutmix(x_t, p_t, x_src, p_src, src['classes'], g,
+                                               min_area=m.r_star if m.acm_min_area is None else m.acm_min_area,
+                                               stride=m.acm_stride, src_valid=src['valid'], return_found=True, full=m.acm_full,
+                                               position=m.box_position)
+    if trace is not None: trace.record(acm_found=found)
+    return x_u, p_u, cut
+
 def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "AEL: the basic framework + ACP, ACM, AES and DR, all driven by the confidence bank (Eq. 3-11)."
-    m, conf = S.cfg.method, S.bank.conf                               # Conf^c (Eq. 6) as of this step
-    x_l, y_l = lb['image'], lb['label']
-    if m.acp:                                                         # adaptive Copy-Paste (labeled)
-        with section(trace, 'ACP'):
-            r_cp = sampling_prob(conf, m.temperature, exclude=m.cp_exclude, sqrt=m.cp_sqrt)   # Eq. 7
-            x_l, y_l, cp = adaptive_copy_paste(x_l, y_l, r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale, generator=g,
-                                               return_info=True, choice=m.cp_choice)
-        if trace is not None: trace.record(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
-    if m.acm:                                                         # adaptive CutMix's sources: c ~ r (Eq. 7), an image holding c
-        with section(trace, 'ACM: sources'):
-            r_cm = sampling_prob(conf, m.temperature, exclude=m.acm_exclude)
-            src = to_device(S.sources.take(r_cm, len(ub['image']), g), ub['image'].device)
+    m = S.cfg.method
+    x_l, y_l = copy_paste_labeled(S, lb, g, trace)                    # adaptive Copy-Paste (labeled)
+    src = acm_sources(S, ub, g, trace)                                # ACM's sources: c ~ r (Eq. 7), an image holding c
     with section(trace, 'teacher forward'):                           # one teacher call for every view it must label
         p = teacher_views(S, weak=(ub['image'], ub['valid']), src=(src['image'], src['valid']) if m.acm else None,
                           lab=(x_l, lb['valid']) if m.labeled_unsup else None)
     p_t = p['weak']
     if m.acm:
-        with section(trace, 'ACM: class table'):                      # the teacher has just seen these images
-            S.table.update(ub['index'], pseudo_label(p_t)); S.table.update(src['index'], pseudo_label(p['src']))
-        with section(trace, 'ACM: regions + paste'):
-            x_u, p_u, cut, found = adaptive_cutmix(ub['image'], p_t, src['image'], p['src'], src['classes'], g,
-                                                   min_area=m.r_star if m.acm_min_area is None else m.acm_min_area, stride=m.acm_stride,
-                                                   src_valid=src['valid'], return_found=True, full=m.acm_full,
-                                                   position=m.box_position)
-        if trace is not None: trace.record(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'],
-                                           acm_src_image=src['image'], acm_found=found)
+        acm_table(S, ub, p_t, src, p['src'], trace)
+        x_u, p_u, cut = acm_paste(S, ub['image'], p_t, src['image'], src, p['src'], g, trace)
     else:
         with section(trace, 'CutMix'): x_u, p_u, cut = cutmix(ub['image'], p_t, generator=g, return_mask=True)
     y_hat = pseudo_label(p_u, m.pl_threshold)

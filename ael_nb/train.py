@@ -15,11 +15,12 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text, seed_everything, make_generator,
                          resolve_device, init_distributed, resolve_amp, device_name, average_buffers, peak_memory_gb, rank_values)
-from .config import Config, save_config
+from .config import Config, save_config, resolve_method
 from .teacher import ema_update
 from .plan import RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch, check_micro_batches
 from .state import TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest, write_checkpoint, PREVIOUS
-from .steps import STEPS, Trace, section, apply_pending_bank
+from .steps import Trace, section, apply_pending_bank
+from .unimatch import step_function
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
                            check_weights, claim_run_dir, disk_space, resume_command, check_resume)
@@ -37,7 +38,7 @@ class Run:
     def __init__(self, cfg: Config, data: RunData, S: TrainState, device, stop: int, log: RunLog, created_group: bool, lock: RunLock|None = None):
         from tqdm.auto import tqdm
         self.cfg, self.data, self.S, self.device, self.stop, self.log, self.created_group, self.lock = cfg, data, S, device, stop, log, created_group, lock
-        self.out, self.semi, self.step_fn = Path(cfg.run.out), cfg.method.name != 'supervised', STEPS[cfg.method.name]
+        self.out, self.semi, self.step_fn = Path(cfg.run.out), cfg.method.name != 'supervised', step_function(cfg.method)
         accum = cfg.optim.accum_steps
         self.dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, S.it * accum, stop * accum, True, device))
         self.dl_u = (iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, S.it * accum, stop * accum, False, device))
@@ -67,7 +68,7 @@ def setup(cfg: Config, init=None) -> Run:  # init: start from this checkpoint's 
     device = resolve_device(cfg.run.device)
     created = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device); torch.backends.cudnn.benchmark = cfg.run.cudnn_benchmark
-    asked, cfg = cfg, copy.deepcopy(cfg)                          # config.yaml keeps what was asked; the run uses what resolves
+    asked, cfg = cfg, resolve_method(copy.deepcopy(cfg))          # config.yaml keeps what was asked; the run uses what resolves
     cfg.optim.amp = resolve_amp(asked.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda': raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
     check_micro_batches(cfg, device.type)

@@ -15,6 +15,8 @@
     forward+backward of the network on the same input (what fits on the device: see the JSON's `model` entry).
     ACM's region search is timed at stride 4 (the kit's default) and 1 (pixels), and next to the authors'
     per-image scikit-image routine (bench/acm_reference.py) on the same input.
+(d) `frameworks`: FixMatch's and UniMatch's steps against the CutMix framework's, and each framework with AEL's four
+    components on top (AEL's sections' share of that step), through the engine as in (a), in one process.
 (c) `memory`: peak memory of training steps per method, each in a fresh subprocess (CPU: ru_maxrss; CUDA:
     torch.cuda.max_memory_allocated).
 Writes bench/results/cost_<device>.json and cost_<device>.md. Run as `python bench/cost.py` (its folder is then on
@@ -70,19 +72,16 @@ def step_config(args, device, method, extra=(), out='/tmp/ael_cost_run'):
     return small_config(args.dataset, args.root, device, method, args.batch, args.crop,
                         list(extra) + [f'run.out={out}', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'run.trace_interval=0'])
 
-def part_step(args, device) -> dict:
-    "(a) time per training step of supervised / cutmix / ael through the engine (`Run.step`), untraced and traced, and AEL's sections."
+def time_steps(args, device, variants: dict) -> dict:
+    "Engine steps (`Run.step`) of each variant (name -> (method, overrides)) in one process, untraced, traced and timed, interleaved."
     import tempfile
-    from contextlib import nullcontext
     from ael_nb.train import setup
-    from ael_nb.steps import Trace, section
+    from ael_nb.steps import Trace
     dev = torch.device(device)
-    variants = {'supervised': ('supervised', []), 'cutmix': ('cutmix', []), 'ael': ('ael', []),
-                'ael, sources loaded in the step': ('ael', ['data.acm_prefetch=false']),
-                "ael, authors' arrangement": ('ael', ['method.acm_targets=half'])}   # half the unlabeled batch are targets, sources the rest
     tmp = Path(tempfile.mkdtemp(prefix='ael_cost_'))
-    runs = {name: setup(step_config(args, device, m, extra, tmp / name.replace(' ', '_').replace(',', ''))) for name, (m, extra) in variants.items()}
-    cfg0 = runs['ael'].cfg
+    runs = {name: setup(step_config(args, device, m, extra, tmp / name.replace(' ', '_').replace(',', '').replace('+', 'p')))
+            for name, (m, extra) in variants.items()}
+    cfg0 = next(iter(runs.values())).cfg
     res = dict(setting=dict(dataset=args.dataset, crop=list(cfg0.data.crop_size), batch_labeled=cfg0.data.batch_size,
                             batch_unlabeled=cfg0.data.batch_size * cfg0.data.unlabeled_ratio, backbone=cfg0.model.backbone,
                             output_stride=cfg0.model.output_stride, threads=torch.get_num_threads(), reps=args.reps, extra=list(SET)), methods={})
@@ -110,8 +109,17 @@ def part_step(args, device) -> dict:
                                     traced_step_s=statistics.median(ts['traced']), timed_step_mean_s=statistics.mean(ts['timed']),
                                     components_s={k: v / args.reps for k, v in sorted(sections[name].items())})
         run.close()
+    return res
+
+def part_step(args, device) -> dict:
+    "(a) time per training step of supervised / cutmix / ael through the engine (`Run.step`), untraced and traced, and AEL's sections."
+    from ael_nb.steps import section
+    variants = {'supervised': ('supervised', []), 'cutmix': ('cutmix', []), 'ael': ('ael', []),
+                'ael, sources loaded in the step': ('ael', ['data.acm_prefetch=false']),
+                "ael, authors' arrangement": ('ael', ['method.acm_targets=half'])}   # half the unlabeled batch are targets, sources the rest
+    res = time_steps(args, device, variants)
     # what the trace points cost when no trace is asked for: the number of `section` calls per step x the cost of one
-    calls = sum(1 for _ in sections['ael'])
+    calls = len(res['methods']['ael']['components_s'])
     n = 100000; t0 = time.perf_counter()
     for _ in range(n):
         with section(None, 'x'): pass
@@ -128,6 +136,24 @@ def part_step(args, device) -> dict:
                          ael_bookkeeping_total_share=sum(book.values()) / ael['timed_step_mean_s'])
     res['trace_points'] = dict(sections_per_ael_step=calls, disabled_section_s=per_call,
                                share_of_ael_step=calls * per_call / ael['step_s'])
+    return res
+
+# ------------------------------------------------------------------ (d) the weak-to-strong frameworks and AEL on them
+AEL_SECTIONS = ('ACP', 'ACM: sources', 'ACM: class table', 'ACM: regions + paste', 'AES', 'DR')   # AEL's own work in a step
+
+def part_frameworks(args, device) -> dict:
+    "(d) FixMatch and UniMatch against the CutMix framework, and each framework with AEL's four components, in one process."
+    plus = ['method.acm_targets=half']                                # AEL's rows as ael-train and the frameworks grid run them
+    variants = {'cutmix': ('cutmix', []), 'fixmatch': ('fixmatch', []), 'unimatch': ('unimatch', []),
+                'cutmix+ael': ('ael', plus), 'fixmatch+ael': ('ael', ['method.base=fixmatch'] + plus),
+                'unimatch+ael': ('ael', ['method.base=unimatch'] + plus)}
+    res = time_steps(args, device, variants)
+    m = res['methods']
+    res['ratios'] = {f'{f}_over_cutmix': m[f]['step_s'] / m['cutmix']['step_s'] for f in ('fixmatch', 'unimatch')}
+    for f in ('cutmix', 'fixmatch', 'unimatch'):
+        a = m[f'{f}+ael']
+        res['ratios'][f'{f}+ael_over_{f}'] = a['step_s'] / m[f]['step_s']
+        res['ratios'][f'{f}+ael_components_share'] = {k: v / a['timed_step_mean_s'] for k, v in a['components_s'].items() if k in AEL_SECTIONS}
     return res
 
 # ------------------------------------------------------------------ (b) components at paper scale
@@ -315,6 +341,19 @@ def markdown(r: dict) -> str:
         for k, v in s['methods']['ael']['components_s'].items(): L.append(f"| {k} | {v:.4f} | {100 * v / mean:.1f}% |")
         L.append(f"| **AEL bookkeeping total** (all sections but data, teacher and student forward, backward, optimizer + EMA, which the basic framework also pays) | | "
                  f"**{100 * rt['ael_bookkeeping_total_share']:.1f}%** |\n")
+    if 'frameworks' in r:
+        f = r['frameworks']; st = f['setting']; m, rt = f['methods'], f['ratios']
+        L += ["## (d) the weak-to-strong frameworks, alone and with AEL\n",
+              f"{st['dataset']}, crop {st['crop'][0]}x{st['crop'][1]}, {st['batch_labeled']} labeled + {st['batch_unlabeled']} unlabeled images, "
+              f"{st['backbone']} OS{st['output_stride']}, {st['threads']} thread(s), median of {st['reps']} steps after 2 warm-up steps, one process. "
+              "'+ael': the four components, half the unlabeled batch targets and half ACM's sources, as ael-train.\n",
+              '| framework | step (s) | × CutMix | + AEL (s) | + AEL / alone | AEL components, share of the + AEL step |', '|---|---|---|---|---|---|']
+        for k in ('cutmix', 'fixmatch', 'unimatch'):
+            share = rt[f'{k}+ael_components_share']
+            L.append(f"| {k} | {m[k]['step_s']:.3f} | {m[k]['step_s'] / m['cutmix']['step_s']:.2f} | {m[k + '+ael']['step_s']:.3f} | "
+                     f"{rt[f'{k}+ael_over_{k}']:.2f} | {100 * sum(share.values()):.1f}% ("
+                     + ', '.join(f'{s} {100 * v:.1f}%' for s, v in share.items()) + ') |')
+        L.append('')
     if 'components' in r:
         c = r['components']; st = c['setting']
         L += [f"## (b) each component alone at paper scale\n",
@@ -358,7 +397,7 @@ def markdown(r: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument('--device', default='cpu')
-    ap.add_argument('--parts', default='abc', help="any of a (step), b (components), c (memory)")
+    ap.add_argument('--parts', default='abcd', help="any of a (step), b (components), c (memory), d (frameworks)")
     ap.add_argument('--dataset', default='synthetic'); ap.add_argument('--root', default=None)
     ap.add_argument('--batch', type=int, default=None, help='(a, c) labeled batch (default: the grid setting)')
     ap.add_argument('--crop', type=int, default=None, help='(a, c) square crop (default: the grid setting)')
@@ -382,7 +421,7 @@ def main(argv=None):
     tag = a.tag or dev.type
     out = RESULTS / f'cost_{tag}.json'; RESULTS.mkdir(parents=True, exist_ok=True)
     if out.exists():   # keep parts measured earlier
-        old = json.loads(out.read_text()); r = {**{k: v for k, v in old.items() if k in ('step', 'components', 'memory')}, **r}
+        old = json.loads(out.read_text()); r = {**{k: v for k, v in old.items() if k in ('step', 'components', 'memory', 'frameworks')}, **r}
     from ael_nb.core import atomic_write_text
     def save():
         atomic_write_text(out, json.dumps(r, indent=1)); atomic_write_text(out.with_suffix('.md'), markdown(r))
@@ -392,6 +431,7 @@ def main(argv=None):
     if 'c' in a.parts: print('(c) memory', flush=True); r['memory'] = part_memory(a, a.device); save()
     if 'a' in a.parts: print('(a) step', flush=True); r['step'] = part_step(a, a.device); save()
     if 'b' in a.parts: print('(b) components', flush=True); r['components'] = part_components(a, a.device); save()
+    if 'd' in a.parts: print('(d) frameworks', flush=True); r['frameworks'] = part_frameworks(a, a.device); save()
     print(markdown(r)); print(f'wrote {out} in {time.time() - t0:.0f} s')
 
 if __name__ == '__main__':

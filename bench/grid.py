@@ -103,6 +103,18 @@ GRIDS.update({
                                'ael ramp acm half thr0.7': ['method.name=ael', 'method.acm_targets=half',
                                                             'method.pl_threshold=0.7'] + RAMP + BF16},
                      baseline='supervised', ceiling='full'),
+    # AEL's components on today's weak-to-strong frameworks (issue 24), on the default run's setting (--dataset synthetic96
+    # --iters 800) and on CamVid (--dataset camvid160, 1500 steps): each framework alone and with AEL's four components
+    # (4 targets + 4 ACM sources, as ael-train); FixMatch and UniMatch label with the EMA teacher (the kit's labeler, so that
+    # only the framework differs from AEL's rows), and once more with the student under stop-gradient (their own code's)
+    'frameworks': dict(variants=_story({'supervised': ['method.name=supervised'], 'cutmix': ['method.name=cutmix'],
+                                        'ael': ['method.name=ael'] + HALF, 'fixmatch': ['method.name=fixmatch'],
+                                        'fixmatch+ael': ['method.name=ael', 'method.base=fixmatch'] + HALF,
+                                        'unimatch': ['method.name=unimatch'],
+                                        'unimatch+ael': ['method.name=ael', 'method.base=unimatch'] + HALF}) | {'full': FULL + BF16}
+                               | _story({'fixmatch student-labeled': ['method.name=fixmatch', 'method.teacher=student'],
+                                         'unimatch student-labeled': ['method.name=unimatch', 'method.teacher=student']}),
+                       baseline='supervised', ceiling='full'),
     # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
     'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
                                      'aes from student': ['method.name=ael', 'method.aes_source=student']}),
@@ -163,7 +175,13 @@ def bank_tau(iters: int, paper_tau: float = 0.999, paper_iters: int = 18000) -> 
 
 KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets', 'all'), ('method', 'student_forward', 'joint'),
                     ('method', 'teacher_mode', 'eval'), ('method', 'labeled_unsup', False), ('method', 'acm_min_area', None),
-                    ('model', 'checkpointing', False)]
+                    ('model', 'checkpointing', False),
+                    # the weak-to-strong frameworks' keys (issue 24), at their defaults: no effect on the earlier methods
+                    ('method', 'base', 'cutmix'), ('method', 'teacher', 'ema'), ('method', 'conf_thresh', 0.95),
+                    ('method', 'strong_views', 2), ('method', 'fp_dropout', 0.5), ('method', 'unimatch_weights', [0.5, 0.5]),
+                    ('method', 'halve_loss', True), ('method', 'jitter', [0.5, 0.5, 0.5, 0.25]), ('method', 'jitter_prob', 0.8),
+                    ('method', 'gray_prob', 0.2), ('method', 'blur_prob', 0.5), ('method', 'blur_sigma', [0.1, 2.0]),
+                    ('method', 'mix_prob', 0.5), ('method', 'mix_area', [0.02, 0.4])]
 
 def cell_key(overrides: list[str]) -> str:
     "Hash of the resolved configuration (minus where it is written): equal keys = the same experiment."
@@ -180,10 +198,14 @@ def cell_key(overrides: list[str]) -> str:
     for sec, k, earlier in KEYS_ADDED_LATER:                                  # the same: keys added later, at the earlier behaviour
         if d[sec].get(k) == earlier: d[sec].pop(k)
     d['run'].pop('trace_interval', None); d['run'].pop('trace_images', None) # no effect on the result
-    if not (d['method']['name'] == 'ael' and d['method']['acm']):                # ACM only: no effect without it
+    acm_on = d['method']['acm']                                               # ACM on, under any method
+    parts = ('acp', 'acm', 'aes', 'dr')                                       # before issue 24 the other methods ignored AEL's switches,
+    if d['method']['name'] != 'ael' and not any(d['method'][p] for p in parts):   # left at their default (on): the same runs
+        d['method'].update({p: True for p in parts})
+    if not acm_on:                                                            # ACM only: no effect without it
         d['method'].pop('acm_stride', None); d['method'].pop('acm_targets', None)
     if d['data'].get('manifest'): d['data']['manifest'] = Path(d['data']['manifest']).name   # not the checkout path
-    if d['method']['name'] == 'ael' and d['method']['acm']:   # ACM's sources, since the engine redesign (2026-11-26): drawn one step
+    if acm_on:                                                # ACM's sources, since the engine redesign (2026-11-26): drawn one step
         d['acm_draw'] = 'from the previous step table, one teacher call'   # ahead from the table as the previous step left it, one teacher call
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -14,7 +14,7 @@ from ael_nb.plan import TINY
 from ael_nb.state import read_checkpoint
 from ael_nb.runlog import read_metrics
 from ael_nb.faults import Diverged, NoSpace, Preempted
-from ael_nb import train as train_mod
+from ael_nb import unimatch as methods_mod
 from ael_nb.train import Run, setup, train
 
 torch.set_num_threads(1)
@@ -76,11 +76,11 @@ def test_diverged_run_fails_and_saves_nothing_poisoned(tmp_path, policy):
             assert all(torch.isfinite(v).all() for m in ('student', 'teacher') for v in ck[m].values() if v.is_floating_point())
 
 def test_nonfinite_step_skipped_on_request(tmp_path, monkeypatch):
-    real = train_mod.STEPS['ael']
+    real = methods_mod.METHODS['ael']
     def nan_at_step_2(S, lb, ub, g, trace=None):
         loss, logs = real(S, lb, ub, g, trace)
         return (loss * float('nan') if S.it == 1 else loss), logs
-    monkeypatch.setitem(train_mod.STEPS, 'ael', nan_at_step_2)
+    monkeypatch.setitem(methods_mod.METHODS, 'ael', nan_at_step_2)
     s = train(tiny(tmp_path, 'method.name=ael', 'optim.iters=3', 'run.on_nonfinite=skip'))
     assert s['it'] == 3
     recs = [r for r in read_metrics(tmp_path) if 'lr' in r]

@@ -126,7 +126,7 @@ def test_second_ctrl_c_during_the_save_is_one_line(tmp_path):
     (['preset=voc'], "override 'preset=voc': the preset is chosen with --preset voc"),
     (['data.crop_size=[48]'], 'data.crop_size: expected 2 values (or one number for all), got [48]'),
     (['--method', 'supervised', 'method.gamma=3'], 'method.gamma (supervised training has no unsupervised part)'),
-    (['method.acp=false', 'method.k=2'], 'method.k (used only with method.name=ael with method.acp=true)'),
+    (['method.acp=false', 'method.k=2'], 'method.k (used only with method.acp=true)'),
     (['--allow-changes'], '--allow-changes (run.allow_changes, used only with run.resume=true'),
     (['eval.protocol=whole', 'eval.window=600'], 'eval.window (used only with eval.protocol=sliding)'),
 ])

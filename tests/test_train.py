@@ -86,7 +86,7 @@ def test_bad_config_keys_and_values(tmp_path):
     with pytest.raises(KeyError, match='Did you mean method.gamma'): get_config('cpu', overrides=['method.gama=1'])
     with pytest.raises(KeyError, match='Valid keys: data.dataset'): get_config('cpu', overrides=['nothing=1'])
     with pytest.raises(ValueError, match='method.k'): get_config('cpu', overrides=['method.k=two'])
-    with pytest.raises(ValueError, match='not one of'): get_config('cpu', overrides=['method.name=fixmatch'])
+    with pytest.raises(ValueError, match='not one of'): get_config('cpu', overrides=['method.name=mixmatch'])
     (tmp_path / 'c.yaml').write_text('optim:\n  lr: 0.1\n  momentun: 0.5\n')
     with pytest.raises(KeyError, match='optim.momentum'): get_config('cpu', tmp_path / 'c.yaml')
     with pytest.raises(ValueError, match='not divisible'): train(tiny(tmp_path / 'run', 'data.batch_size=3', 'optim.accum_steps=2'))

@@ -1,0 +1,56 @@
+"""FixMatch and UniMatch in the engine: they train, AEL's components switch on over them, a run resumes exactly and keeps
+traces. (That the paper's AEL, AEL on the CutMix framework, trains bit for bit as before: tests/test_digests.py.)"""
+import json, os, subprocess, sys
+import pytest
+import torch
+from ael_nb.config import get_config
+from ael_nb.plan import TINY
+from ael_nb.runlog import read_metrics, read_traces
+from ael_nb.state import read_checkpoint
+from ael_nb.train import train
+
+torch.set_num_threads(1)
+
+def tiny(out, *extra):
+    return get_config('cpu', overrides=TINY + [f'run.out={out}', *extra])
+
+
+@pytest.mark.parametrize('over', [['method.name=fixmatch'], ['method.name=unimatch'], ['method.name=unimatch', 'method.teacher=student'],
+                                  ['method.name=ael', 'method.base=fixmatch'], ['method.name=ael', 'method.base=unimatch']])
+def test_weak_to_strong_methods_train_and_evaluate(tmp_path, over):
+    s = train(tiny(tmp_path, *over, 'method.conf_thresh=0'))
+    assert s['it'] == 2 and set(s['last']) == {'teacher', 'student'}
+    recs = [r for r in read_metrics(tmp_path) if 'loss' in r]
+    assert len(recs) == 2 and all(0 <= r['pass_rate'] <= 1 and r['loss_u'] >= 0 for r in recs)
+    if 'method.name=ael' in over: assert all('aes_kept' not in r for r in recs) and read_checkpoint(tmp_path / 'latest.pth')['table'] is not None
+
+
+def test_unimatch_with_acp_resumes_exactly_and_is_traced(tmp_path):
+    over = ['optim.iters=4', 'eval.interval=2', 'method.name=unimatch', 'method.acp=true', 'run.trace_interval=1', 'method.conf_thresh=0']
+    full = train(tiny(tmp_path / 'full', *over))
+    part = train(tiny(tmp_path / 'part', *over, 'run.stop_at=3'))
+    assert part['it'] == 3
+    rest = train(tiny(tmp_path / 'part', *over, 'run.resume=true'))
+    assert rest['it'] == 4
+    for k in ('weights', 'teacher_weights', 'conf', 'last', 'best'):
+        assert json.dumps(rest[k], sort_keys=True) == json.dumps(full[k], sort_keys=True), k
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ('img_per_s', 'peak_mem_gb')} for r in rs]
+    assert strip(read_metrics(tmp_path / 'part')) == strip(read_metrics(tmp_path / 'full'))
+    traces = read_traces(tmp_path / 'full')
+    assert [t['it'] for t in traces] == [1, 2, 3, 4]
+    t = traces[-1]
+    assert {'x_u', 'x_u2', 'cut_mask', 'cut_mask2', 'passed', 'pred_fp', 'p_t_max', 'r_cp', 'cp_mask'} <= set(t)
+    assert t['x_u'].dtype == t['x_u2'].dtype == torch.uint8 and t['passed'].dtype == torch.bool
+    for a, b in zip(read_traces(tmp_path / 'part'), traces):            # the resumed run's traces are the uninterrupted one's
+        assert all(torch.equal(a[k], b[k]) if torch.is_tensor(a[k]) else a[k] == b[k] for k in a)
+
+
+def test_ael_train_cli_runs_unimatch_with_acp(tmp_path):
+    script = 'import sys; from ael_nb.cli import ael_train; sys.exit(ael_train())'
+    r = subprocess.run([sys.executable, '-c', script, '--method', 'unimatch', 'method.acp=true', '--out', str(tmp_path), *TINY],
+                       capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=300)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / 'summary.json').read_text())
+    assert s['method'] == 'unimatch' and s['it'] == 2
+    cfg = read_checkpoint(tmp_path / 'latest.pth')['config']['method']
+    assert (cfg['acp'], cfg['acm'], cfg['aes'], cfg['dr']) == (True, False, False, False)
