@@ -446,7 +446,8 @@ def validate(cfg: Config) -> Config:
     return cfg
 
 # %% ../nbs/14_config.ipynb #c4d9e2a1
-_AEL = lambda part: (lambda c: getattr(c.method, part), f"method.{part}=true")   # AEL's parts, on whichever method uses them
+_AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part) is None else getattr(c.method, part)),
+                     f"method.{part}=true")   # AEL's parts on whichever method uses them (None: on under 'ael', `resolve_method`)
 _SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
 USED_WHEN = {
