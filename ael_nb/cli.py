@@ -10,26 +10,27 @@ import yaml
 from pathlib import Path
 import numpy as np
 import torch
-from .core import DataError, atomic_write_text, is_main, resolve_device
-from .config import DEVICE_RE, PRESETS, Config, get_config, valid_keys, to_dict, flat_items
+from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
+from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, load_config, apply_overrides, validate, unused,
+                           valid_keys, to_dict, flat_items)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
 from .train import train
 from .plan import make_dataset
 from .state import load_model
-from .faults import RunStopped
+from .faults import RunStopped, under_launcher, report_status
 from .runlog import markdown_table, results_table, read_metrics
 
 # %% auto #0
-__all__ = ['SETTING_IGNORED', 'train_parser', 'parse', 'config_from_args', 'guarded', 'check_device', 'ael_train', 'setting_of',
-           'find_reference', 'regenerate_command', 'vs_supervised', 'next_steps', 'plot_vs_supervised', 'positive',
-           'eval_parser', 'check_classes', 'output_names', 'save_prediction', 'ael_eval', 'predict_parser',
-           'predict_inputs', 'ael_predict']
+__all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'guarded',
+           'check_device', 'ael_train', 'setting_of', 'find_reference', 'regenerate_command', 'vs_supervised',
+           'next_steps', 'plot_vs_supervised', 'eval_parser', 'check_protocol', 'check_classes', 'output_names',
+           'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='ael-train', formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = Parser(prog='ael-train', formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Train a semi-supervised segmenter (AEL, NeurIPS 2021, and its baselines).",
         epilog="overrides: any configuration key as key=value, e.g. optim.iters=100 method.gamma=0 data.crop_size=64\n"
                "           (ael-train --keys lists them). Order: preset < --config < flags < overrides.\n"
@@ -38,13 +39,14 @@ def train_parser() -> argparse.ArgumentParser:
                "  ael-train --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/unimatch_1_16.json\n"
                "  torchrun --nproc_per_node 8 --standalone --no-python ael-train --preset cityscapes ...   # DDP (or: ael-launch --gpus 8 ...)")
     p.add_argument('overrides', nargs='*', help='key=value configuration overrides')
-    p.add_argument('--preset', default='cpu', choices=list(PRESETS), help='named preset (default: cpu)')
+    p.add_argument('--preset', choices=list(PRESETS), help="named preset (default: cpu; with --resume: the run's)")
     p.add_argument('--config', help='YAML file with (part of) a configuration')
     p.add_argument('--method', choices=['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'], help='method (default: the preset\'s, ael)')
     p.add_argument('--manifest', help='labeled/unlabeled split file (ael-splits); default: draw data.fraction with the seed')
     p.add_argument('--data-root', help='dataset root folder')
     p.add_argument('--out', help='run directory')
-    p.add_argument('--resume', action='store_true', help='continue from <out>/latest.pth')
+    p.add_argument('--resume', action='store_true', help='continue from <out>/latest.pth with the settings of <out>/config.yaml')
+    p.add_argument('--allow-changes', action='store_true', help='with --resume: accept settings that differ from the run\'s (logged)')
     p.add_argument('--seed', type=int, help='run seed')
     p.add_argument('--keys', action='store_true', help='list every configuration key and exit')
     p.add_argument('--show-config', action='store_true', help='print the resolved configuration as YAML and exit')
@@ -55,12 +57,37 @@ def parse(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
     "Parse `argv` with options and `key=value` overrides in any order (`ael-train optim.iters=3 --seed 1 run.threads=1`)."
     return parser.parse_intermixed_args(argv)
 
+FLAGS = {'method.name': '--method', 'data.manifest': '--manifest', 'data.root': '--data-root', 'run.out': '--out', 'run.seed': '--seed',
+         'run.resume': '--resume', 'run.allow_changes': '--allow-changes'}   # the keys that ael-train's flags set
+
 def config_from_args(a: argparse.Namespace):
-    "The configuration the command line describes."
+    "The configuration the command line describes (with --resume: the run's own, `resumed_config`); a given value it would not use is an error."
     flags = [f'{k}={v}' for k, v in [('method.name', a.method), ('data.manifest', a.manifest), ('data.root', a.data_root),
                                       ('run.out', a.out), ('run.seed', a.seed)] if v is not None]
-    if a.resume: flags.append('run.resume=true')
-    return get_config(a.preset, a.config, flags + list(a.overrides))
+    flags += ['run.resume=true'] * a.resume + ['run.allow_changes=true'] * a.allow_changes
+    given = flags + list(a.overrides)
+    cfg = resumed_config(a, given) if a.resume else get_config(a.preset or 'cpu', a.config, given)
+    bad = unused(cfg, [o.split('=', 1)[0].strip() for o in given])
+    for k, f in FLAGS.items(): bad = [b.replace(f'{k} (', f'{f} ({k}, ', 1) if b.startswith(k + ' ') else b for b in bad]
+    if bad: raise ValueError(f"given but not used by this run: {'; '.join(bad)}")
+    return cfg
+
+def resumed_config(a: argparse.Namespace, overrides: list[str]) -> Config:
+    "The run's own configuration (`<out>/config.yaml`) with `--config` and `overrides` on top (`setup` refuses changes without --allow-changes)."
+    outs = [o.split('=', 1)[1].strip() for o in overrides if o.split('=', 1)[0].strip() == 'run.out']
+    if outs: out = outs[-1]
+    else: base = get_preset(a.preset or 'cpu'); out = (load_config(a.config, base) if a.config else base).run.out
+    saved = Path(out) / 'config.yaml'
+    if not saved.is_file(): raise DataError(saved, 'cannot resume: not found (a run writes it when it starts; name the run folder with --out)')
+    cfg = load_config(saved)
+    if a.preset is not None and a.preset != cfg.preset:
+        if not a.allow_changes:
+            raise ValueError(f"--preset {a.preset}: the run in {out} started from preset {cfg.preset!r}, and --resume continues it with its "
+                             "settings; drop --preset, or accept a new base with --allow-changes")
+        cfg = get_preset(a.preset)
+    cfg.run.allow_changes, cfg.run.stop_at = False, None   # decided by each command, never inherited (a stop_at reached would stop at once)
+    if a.config: cfg = load_config(a.config, base=cfg)
+    return validate(apply_overrides(cfg, overrides))
 
 # %% ../nbs/23_cli.ipynb #8e863cd0
 def _fail(prog, e):
@@ -72,6 +99,10 @@ def guarded(prog: str,  # the script's name, for the message
     "Run `fn()`: setup errors (`KeyError`, `ValueError`, `DataError`) one line, exit 2; a stopped run (`RunStopped`) one line, its code; others exit 1."
     # RunStopped codes: 75 = preempted after a checkpoint (requeue, `ael_nb.core.EXIT_REQUEUE`), 1 = diverged or disk full
     try: return fn()
+    except KeyboardInterrupt:                           # a second Ctrl-C: files being written keep their previous version
+        if debug: raise
+        print(f"{prog}: interrupted (a second Ctrl-C); a checkpoint being written keeps its previous version", file=sys.stderr)
+        return 130
     except RunStopped as e:
         if debug: raise
         if os.environ.get('RANK', '0') == '0': print(f"{prog}: {e}", file=sys.stderr)
@@ -93,9 +124,13 @@ def check_device(name: str, key: str = '--device') -> torch.device:
 
 def ael_train(argv=None):
     "Console script `ael-train`."
-    a = parse(train_parser(), argv)
-    if a.keys: print('\n'.join(valid_keys())); return 0
-    return guarded('ael-train', a.debug, lambda: _train(a))
+    p = train_parser(); a = parse(p, argv)
+    if a.keys:
+        other = [k for k, v in vars(a).items() if k not in ('keys', 'debug') and v != p.get_default(k) and v != []]
+        if other: p.error(f"--keys lists the configuration keys and uses no other option (given: {', '.join(other)})")
+        print('\n'.join(valid_keys())); return 0
+    under_launcher()                                                # under torchrun: no rank outlives it (`ael_nb.faults.supervise`)
+    return report_status(guarded('ael-train', a.debug, lambda: _train(a)))
 
 def _train(a):
     cfg = config_from_args(a)
@@ -215,15 +250,10 @@ def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervis
     return plot_iou(iou_table(runs, INFOS[a['dataset']]), f"{a['method']} beside supervised training (same setting and seed {a['seed']})")
 
 # %% ../nbs/23_cli.ipynb #087f0a04
-def positive(text: str) -> int:
-    "argparse type: an integer >= 1."
-    try: v = int(text)
-    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1: raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return v
+positive = arg_type(at_least(1))   # argparse type: an integer >= 1
 
 def eval_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='ael-eval', description="Evaluate a checkpoint (per-class IoU, mIoU, head/tail mIoU).")
+    p = Parser(prog='ael-eval', description="Evaluate a checkpoint (per-class IoU, mIoU, head/tail mIoU).")
     p.add_argument('checkpoint', help='latest.pth or best.pth of a run')
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'], help='which network (auto: teacher if any)')
     p.add_argument('--protocol', choices=PROTOCOLS, help="'whole', 'center' or 'sliding' (default: the run's)")
@@ -239,6 +269,15 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument('--device', default='auto', help="'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
+
+def check_protocol(a: argparse.Namespace, protocol: str, window, stride):
+    "Refuse --window/--stride/--crop that `protocol` ignores, and a stride beyond the window (pixels no window covers), as `validate` does for ael-train."
+    need = dict(window='sliding', stride='sliding', crop='center')
+    bad = [f"--{k} is used only with --protocol {v}" for k, v in need.items() if getattr(a, k, None) is not None and protocol != v]
+    if bad: raise ValueError(f"{'; '.join(bad)} (the protocol here is {protocol})")
+    if protocol == 'sliding' and any(s > w for s, w in zip(stride, window)):
+        raise ValueError(f"--stride {' '.join(map(str, stride))} exceeds --window {' '.join(map(str, window))} (the run's eval.stride/eval.window "
+                         "where not given): pixels between windows would get no prediction")
 
 def check_classes(info, ds_info, path):
     "Raise `DataError` when a checkpoint's classes do not match the dataset's."
@@ -270,12 +309,13 @@ def _eval(a):
     if a.save_dir and Path(a.save_dir).exists() and not Path(a.save_dir).is_dir(): raise DataError(a.save_dir, 'is a file; --save-dir takes a folder')
     device = check_device(a.device)
     model, info, cfg, which = load_model(a.checkpoint, a.model, device)
+    e = cfg.eval
+    proto, window, stride, crop = a.protocol or e.protocol, tuple(a.window or e.window), tuple(a.stride or e.stride), tuple(a.crop or e.crop)
+    check_protocol(a, proto, window, stride)
     if a.dataset: cfg.data.dataset = a.dataset
     if a.data_root: cfg.data.root = a.data_root
     ds = make_dataset(cfg, a.split or cfg.data.val_split)
     check_classes(info, ds.info, a.checkpoint)
-    e = cfg.eval
-    proto, window, stride, crop = a.protocol or e.protocol, tuple(a.window or e.window), tuple(a.stride or e.stride), tuple(a.crop or e.crop)
     n = len(ds) if a.max_images is None else min(a.max_images, len(ds))
     save, names = None, {}
     if a.save_dir:   # the maps come from the same predictions as the metric; every input is checked before one is written
@@ -295,12 +335,12 @@ def _eval(a):
 
 # %% ../nbs/23_cli.ipynb #98d274e4
 def predict_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='ael-predict', description="Segment a folder of images with a checkpoint; write coloured masks.")
+    p = Parser(prog='ael-predict', description="Segment a folder of images with a checkpoint; write coloured masks.")
     p.add_argument('checkpoint', help='latest.pth or best.pth of a run')
     p.add_argument('images', help='folder of images')
     p.add_argument('out', help='folder for the masks (<name>.png)')
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'])
-    p.add_argument('--protocol', default='whole', choices=['whole', 'sliding'])
+    p.add_argument('--protocol', default='whole', choices=['whole', 'sliding'], help='whole (default) or sliding windows')
     p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help="sliding window (default: the run's)")
     p.add_argument('--stride', type=positive, nargs=2, metavar=('H', 'W'), help="sliding stride (default: the run's)")
     p.add_argument('--overlay', action='store_true', help='write image and mask blended')
@@ -312,6 +352,7 @@ def predict_inputs(folder, out) -> dict:
     "{image file: mask file} of a folder, every image readable and every mask name its own; else one `DataError` naming them all."
     folder, out = Path(folder), Path(out)
     if not folder.is_dir(): raise DataError(folder, 'image folder not found')
+    if out.exists() and not out.is_dir(): raise DataError(out, 'is a file; the output takes a folder for the masks')
     if out.resolve() == folder.resolve(): raise DataError(out, 'the output folder is the image folder; the masks would mix with the images')
     files = sorted(f for f in folder.iterdir() if f.suffix.lower() in IMAGE_EXTS and f.is_file())
     if not files: raise DataError(folder, f"no images ({', '.join(IMAGE_EXTS)})")
@@ -333,6 +374,7 @@ def _predict(a):
     model, info, cfg, _ = load_model(a.checkpoint, a.model, device)
     todo = predict_inputs(a.images, a.out)
     window, stride = tuple(a.window or cfg.eval.window), tuple(a.stride or cfg.eval.stride)
+    check_protocol(a, a.protocol, window, stride)
     from PIL import Image
     Path(a.out).mkdir(parents=True, exist_ok=True)
     written = 0

@@ -15,11 +15,11 @@ import yaml
 from .core import DataError, atomic_write_text
 
 # %% auto #0
-__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES', 'ABLATIONS',
-           'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'framework',
-           'resolve_method', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu',
-           'validate', 'to_dict', 'flat_items', 'from_dict', 'get_preset', 'save_config', 'load_config', 'get_config',
-           'authors', 'weak_to_strong', 'Difference', 'preset_values', 'differences_table']
+__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
+           'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
+           'framework', 'resolve_method', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc',
+           'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'get_preset', 'save_config',
+           'load_config', 'get_config', 'authors', 'weak_to_strong', 'Difference', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -163,7 +163,9 @@ class RunConfig:
     out: str = 'runs/ael'                   # run directory
     seed: int = 0                           # fixes the split draw, sampling, augmentation and initialisation
     device: str = 'auto'                    # 'auto' (CUDA if present), 'cpu', 'cuda', 'cuda:1'
-    resume: bool = False                    # continue from `<out>/latest.pth`
+    resume: bool = False                    # continue from `<out>/latest.pth` with the settings of `<out>/config.yaml`
+    allow_changes: bool = False             # with resume: accept settings that differ from config.yaml (logged in metrics.jsonl)
+    keep_previous: bool = True              # keep the checkpoint that latest.pth replaces as previous.pth (one more file on disk)
     stop_at: int|None = None                # stop after this step (the schedule still runs to `optim.iters`)
     log_interval: int = 20                  # steps between metrics.jsonl lines
     tensorboard: bool = True
@@ -223,13 +225,15 @@ def coerce(value, tp, name: str = 'value'):
         if value not in args: raise ValueError(f"{name}: {value!r} is not one of {list(args)}")
         return value
     if origin in (tuple, list):
+        listed = isinstance(value, (list, tuple)) or (isinstance(value, str) and (value.strip().startswith('[') or ',' in value))
         if isinstance(value, str):
             v = yaml.safe_load(value) if value.strip().startswith('[') else [s for s in value.split(',') if s.strip()]
             value = v if isinstance(v, list) else [v]
         if not isinstance(value, (list, tuple)): value = [value]
         if origin is tuple and args and args[-1] is not Ellipsis:
-            if len(value) == 1 and len(args) > 1: value = list(value) * len(args)   # crop_size=64 -> (64, 64)
-            if len(value) != len(args): raise ValueError(f"{name}: expected {len(args)} values, got {list(value)}")
+            if len(value) == 1 and len(args) > 1 and not listed: value = list(value) * len(args)   # crop_size=64 -> (64, 64)
+            if len(value) != len(args):
+                raise ValueError(f"{name}: expected {len(args)} values{' (or one number for all)' if len(args) > 1 else ''}, got {list(value)}")
             return tuple(coerce(v, a, name) for v, a in zip(value, args))
         el = args[0] if args else str
         return origin(coerce(v, el, name) for v in value)
@@ -286,6 +290,8 @@ def apply_overrides(cfg: Config, overrides=()) -> Config:
     for o in overrides:
         if '=' not in o: raise ValueError(f"override {o!r} is not of the form key=value (e.g. optim.lr=0.001)")
         k, v = o.split('=', 1)
+        if k.strip() == 'preset':        # the base every other value starts from: an override would relabel, not change, it
+            raise ValueError(f"override {o!r}: the preset is chosen with --preset {v.strip()} (or a `preset:` line in a --config file)")
         set_key(cfg, k.strip(), v.strip())
     return cfg
 
@@ -438,6 +444,29 @@ def validate(cfg: Config) -> Config:
     if not bad: bad += _method_checks(cfg.method)
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
+
+# %% ../nbs/14_config.ipynb #c4d9e2a1
+_AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part) is None else getattr(c.method, part)),
+                     f"method.{part}=true")   # AEL's parts on whichever method uses them (None: on under 'ael', `resolve_method`)
+_SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
+_SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
+USED_WHEN = {
+    'eval.window': _SLIDING, 'eval.stride': _SLIDING, 'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
+    'data.synthetic_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
+    'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
+    'method.gamma': _AEL('dr'), 'method.beta': _AEL('aes'), 'method.aes_source': _AEL('aes'),
+    **{f'method.{k}': _AEL('acm') for k in ('r_star', 'acm_exclude', 'acm_stride', 'acm_min_area', 'acm_targets')},
+    **{f'method.{k}': _AEL('acp') for k in ('k', 'cp_prob', 'cp_scale', 'cp_sqrt', 'cp_exclude')},
+}
+
+def unused(cfg: Config, keys) -> list[str]:
+    "Of the given `keys`, those `cfg` ignores ('key (used only with setting)'): `USED_WHEN`, and every method.* key of a supervised run."
+    out = []
+    for k in dict.fromkeys(keys):
+        if k.startswith('method.') and k != 'method.name' and cfg.method.name == 'supervised':
+            out.append(f"{k} (supervised training has no unsupervised part)")
+        elif k in USED_WHEN and not USED_WHEN[k][0](cfg): out.append(f"{k} (used only with {USED_WHEN[k][1]})")
+    return out
 
 # %% ../nbs/14_config.ipynb #88b9349e
 def to_dict(cfg) -> dict:

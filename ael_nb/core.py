@@ -5,7 +5,7 @@ name the bad file, ranks and all-reduce, devices and precision, atomic writes, s
 
 # %% ../nbs/00_core.ipynb #c565a283
 from __future__ import annotations
-import os, hashlib, platform, random, tempfile
+import argparse, os, hashlib, platform, random, sys, tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -14,11 +14,11 @@ import torch.nn as nn
 import torch.distributed as dist
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'dist_ready', 'rank', 'world_size', 'is_main',
-           'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers', 'init_distributed',
-           'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name', 'resolve_amp', 'atomic_save',
-           'atomic_write_text', 'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator',
-           'draw', 'other_index']
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready',
+           'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers',
+           'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name', 'resolve_amp',
+           'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal', 'sha256_file', 'seed_everything',
+           'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -46,6 +46,42 @@ class DatasetInfo:
 class DataError(ValueError):
     "A problem with a file on disk: the message names the file and what is wrong with it."
     def __init__(self, path, problem): super().__init__(f"{path}: {problem}"); self.path, self.problem = str(path), problem
+
+# %% ../nbs/00_core.ipynb #b8e2f4a1
+class Parser(argparse.ArgumentParser):
+    "An `ArgumentParser` whose usage errors are one line: `prog: error: argument --x: why (see prog --help)`, exit status 2."
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr); sys.exit(2)
+
+def arg_type(fn):
+    "`fn` (text -> value, ValueError saying why) as an argparse `type`: its message becomes the option's error."
+    def read(text):
+        try: return fn(text)
+        except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+    read.__name__ = fn.__name__
+    return read
+
+def at_least(lo: int):
+    "A reader of integers >= `lo` (text -> int, ValueError saying why), e.g. `arg_type(at_least(1))` for a count."
+    def integer(text) -> int:
+        try: v = int(text)
+        except ValueError: raise ValueError(f"{text!r} is not an integer") from None
+        if v < lo: raise ValueError(f"{text!r} must be >= {lo}")
+        return v
+    integer.__name__ = f'integer >= {lo}'
+    return integer
+
+def int_list(text) -> list[int]:
+    "'0-4' -> [0, 1, 2, 3, 4], '0,2' -> [0, 2], 3 -> [3]: distinct integers >= 0; anything else a ValueError saying why."
+    out = []
+    for part in str(text).split(','):
+        a, dash, b = part.strip().partition('-')
+        try: lo = int(a); hi = int(b) if dash else lo
+        except ValueError: raise ValueError(f"{text!r} is not a list of integers >= 0 (e.g. 3, 0-4 or 0,2)") from None
+        if hi < lo: raise ValueError(f"{text!r}: the range {part.strip()} is empty (it ends before it starts)")
+        out += range(lo, hi + 1)
+    if len(set(out)) < len(out): raise ValueError(f"{text!r} names a number twice")
+    return out
 
 # %% ../nbs/00_core.ipynb #9a865121
 EXIT_REQUEUE = 75  # exit status after a checkpoint on SIGTERM/SIGUSR1/SIGINT: a scheduler requeues the job
@@ -152,6 +188,39 @@ def atomic_save(obj, path) -> Path:
 def atomic_write_text(path, text: str) -> Path:
     "Write `text` to `path` atomically."
     return _atomic(path, lambda f: f.write(text.encode()))
+
+# %% ../nbs/00_core.ipynb #a7d1e2c3
+def content_digest(obj) -> str:
+    "SHA-256 of nested dicts, lists and tuples of tensors, arrays and plain values: their bytes, types, shapes and order."
+    h = hashlib.sha256()
+    def walk(o):
+        if torch.is_tensor(o):
+            t = o.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}|".encode()); h.update(t.reshape(-1).view(torch.uint8).numpy().data)
+        elif isinstance(o, np.ndarray):
+            h.update(f"A{o.dtype}{o.shape}|".encode()); h.update(np.ascontiguousarray(o).reshape(-1).view(np.uint8).data)
+        elif isinstance(o, dict):
+            h.update(b'{')
+            for k, v in o.items(): walk(k); walk(v)
+            h.update(b'}')
+        elif isinstance(o, (list, tuple)):
+            h.update(b'[' if isinstance(o, list) else b'(')
+            for v in o: walk(v)
+            h.update(b']')
+        else: h.update(f"{type(o).__name__}:{o!r}|".encode())
+    walk(obj)
+    return 'sha256:' + h.hexdigest()
+
+def seal(d: dict) -> dict:
+    "`d` with its `content_digest` under 'digest' (what a checkpoint is written as)."
+    return dict({k: v for k, v in d.items() if k != 'digest'}, digest=content_digest({k: v for k, v in d.items() if k != 'digest'}))
+
+def unseal(d: dict, path) -> dict:
+    "`d` without its digest; raise `DataError` naming `path` if the content does not match it (None: written before digests)."
+    body = {k: v for k, v in d.items() if k != 'digest'}
+    if d.get('digest') is not None and content_digest(body) != d['digest']:
+        raise DataError(path, "damaged: its content does not match the digest written with it")
+    return body
 
 # %% ../nbs/00_core.ipynb #98494add
 def sha256_file(path, n: int = 12) -> str:

@@ -5,7 +5,7 @@ Ctrl-C, a full disk, a run folder that another run owns, files half-written by a
 
 # %% ../nbs/21_faults.ipynb #1ed17db0
 from __future__ import annotations
-import errno, json, os, shlex, shutil, signal, socket, threading, time
+import ctypes, errno, json, os, shlex, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 from contextlib import contextmanager
 from pathlib import Path
 from fastcore.basics import patch
@@ -13,11 +13,13 @@ import torch
 import torch.distributed as dist
 from .core import DataError, EXIT_REQUEUE, dist_ready, world_size, is_main, all_reduce_max
 from .model import unwrap
+from .config import Config, load_config, to_dict, flat_items
 
 # %% auto #0
-__all__ = ['STOP_SIGNALS', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space', 'finite_values',
-           'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals', 'resume_command',
-           'SaveSchedule', 'partial_writes', 'RunLock', 'claim_run_dir']
+__all__ = ['STOP_SIGNALS', 'RESUME_FREE', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space',
+           'finite_values', 'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals',
+           'die_with_parent', 'under_launcher', 'report_status', 'supervise', 'resume_command', 'config_changes',
+           'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock', 'claim_run_dir']
 
 # %% ../nbs/21_faults.ipynb #1015658d
 class RunStopped(Exception):
@@ -93,10 +95,59 @@ class StopSignals:
         for s, h in self._old.items(): signal.signal(getattr(signal, s), h)
         self._old = {}
 
-# %% ../nbs/21_faults.ipynb #b293c305
+# %% ../nbs/21_faults.ipynb #d56a1bfb
 def ignore_stop_signals(worker_id: int = 0):
     "DataLoader `worker_init_fn`: the worker ignores the stop signals (the main process handles them)."
     for s in STOP_SIGNALS: signal.signal(getattr(signal, s), signal.SIG_IGN)
+
+# %% ../nbs/21_faults.ipynb #f3a8c1d0
+def die_with_parent(sig: int = signal.SIGTERM) -> bool:
+    "Linux: the kernel sends `sig` to this process when its parent ends (`PR_SET_PDEATHSIG`); False where that is not available."
+    try: prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError): return False
+    parent = os.getppid()
+    if prctl(1, int(sig), 0, 0, 0) != 0: return False       # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent: os.kill(os.getpid(), sig)    # the parent ended before the request
+    return True
+
+def _status_dir() -> Path|None:
+    d = os.environ.get('AEL_STATUS_DIR')
+    return Path(d) if d and os.path.isdir(d) else None
+
+def under_launcher():
+    "A training process started by torchrun: end with its launcher (`die_with_parent`), and tell a `supervise`-ing one its process id."
+    if not os.environ.get('TORCHELASTIC_RUN_ID'): return
+    die_with_parent()
+    if (d := _status_dir()) is not None: Path(d, f"{os.environ.get('RANK', '0')}.pid").write_text(str(os.getpid()))
+
+def report_status(code: int) -> int:
+    "The exit status to end with: under `supervise`, `code` goes to `$AEL_STATUS_DIR/<RANK>` and a requeue (75) exits 0, a stop torchrun must not report as a failure."
+    if (d := _status_dir()) is None: return code
+    Path(d, os.environ.get('RANK', '0')).write_text(str(code))
+    return 0 if code == EXIT_REQUEUE else code
+
+def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.torchrun_argv`
+              ranks: int,       # training processes it starts on this node
+             ) -> int:
+    "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; return 75 when all checkpointed for a requeue."
+    status = Path(tempfile.mkdtemp(prefix='ael-status-'))
+    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1', AEL_STATUS_DIR=str(status))
+    p = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
+    def forward(signum, frame):                              # to each training process (and its loader workers, which ignore it)
+        sig = signal.SIGTERM if signum == signal.SIGHUP else signum
+        pids = [int(f.read_text()) for f in status.glob('*.pid')]
+        for pid in pids or [p.pid]:                          # none started yet: torchrun passes it on
+            try: os.killpg(pid, sig) if pids else os.kill(pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError): pass
+    main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)} if main else {}
+    try: rc = p.wait()
+    finally:
+        for s, h in old.items(): signal.signal(s, h)
+        codes = [int(f.read_text() or -1) for f in status.iterdir() if f.suffix != '.pid']; shutil.rmtree(status, ignore_errors=True)
+    if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
+    if rc == 0: return 0
+    return next((c for c in codes if c not in (0, EXIT_REQUEUE)), rc)
 
 # %% ../nbs/21_faults.ipynb #456ac034
 def resume_command(out, world: int = 1) -> str:
@@ -108,6 +159,27 @@ def resume_command(out, world: int = 1) -> str:
     nodes = f"--nnodes {world // local} " if world > local else ''
     return f"torchrun {nodes}--nproc_per_node {local} $(which ael-train) {args}"
 
+# %% ../nbs/21_faults.ipynb #f3a8c1d2
+RESUME_FREE = ('run.resume', 'run.allow_changes', 'run.out', 'run.stop_at', 'run.device', 'run.threads', 'run.progress',
+               'run.tensorboard', 'run.plots', 'run.checkpoint_interval', 'run.checkpoint_minutes', 'run.keep_previous',
+               'run.overwrite', 'run.trace_interval', 'run.trace_images', 'data.root', 'data.num_workers', 'data.acm_prefetch',
+               'data.check', 'eval.num_workers')
+
+def config_changes(cfg: Config, out) -> list[str]:
+    "'key: old -> new' for each setting of `cfg` that differs from the run's `<out>/config.yaml` (outside `RESUME_FREE`); [] without one."
+    p = Path(out) / 'config.yaml'
+    if not p.is_file(): return []
+    old, new = (dict(flat_items(to_dict(c))) for c in (load_config(p), cfg))
+    return [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in new.items() if k not in RESUME_FREE and old.get(k) != v]
+
+def check_resume(cfg: Config, out) -> list[str]:
+    "The accepted `config_changes` of a resumed run; a ValueError naming them and the switch unless `run.allow_changes`."
+    changes = config_changes(cfg, out)
+    if changes and not cfg.run.allow_changes:
+        raise ValueError(f"resuming {out} with settings that differ from its config.yaml: {'; '.join(changes)}; "
+                         "drop them to continue the run as it was, or accept them with --allow-changes (run.allow_changes=true)")
+    return changes
+
 # %% ../nbs/21_faults.ipynb #a3c42ecd
 class SaveSchedule:
     "When `latest.pth` is due: every `interval` steps (0: never) and `minutes` after the last write (0: never)."
@@ -118,14 +190,14 @@ class SaveSchedule:
     def saved(self): self.last = time.time()
 
 # %% ../nbs/21_faults.ipynb #9c7e3d82
-RUN_FILES = ('config.yaml', 'manifest.json', 'latest.pth', 'best.pth', 'metrics.jsonl', 'summary.json', 'per_class.csv',
+RUN_FILES = ('config.yaml', 'manifest.json', 'latest.pth', 'previous.pth', 'best.pth', 'metrics.jsonl', 'summary.json', 'per_class.csv',
              'per_class.md', 'iou.png', 'conf_bank.png', 'tb', 'traces')   # what a run writes (run.overwrite: removed)
 
 def partial_writes(out) -> list[Path]:
     "Hidden `.*.tmp` files in `out` and `out/traces`: atomic writes that a killed process never finished."
     return sorted([*Path(out).glob('.*.tmp'), *Path(out).glob('traces/.*.tmp')])
 
-# %% ../nbs/21_faults.ipynb #d33a3be4
+# %% ../nbs/21_faults.ipynb #1d2de78d
 def _alive(pid: int) -> bool:
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
@@ -151,7 +223,7 @@ class RunLock:
         if o.get('pid') == os.getpid(): return str(self.path.resolve()) in _HELD # same pid: a restarted container or us
         return _alive(o.get('pid', -1))
 
-# %% ../nbs/21_faults.ipynb #f678d296
+# %% ../nbs/21_faults.ipynb #fcb5fe42
 @patch
 def acquire(self: RunLock) -> RunLock:
     "Take the lock (a dead owner's is taken over) and start refreshing it; a live owner's raises `DataError`."
@@ -174,7 +246,7 @@ def acquire(self: RunLock) -> RunLock:
         return self
     raise DataError(self.path, 'cannot take the lock of the run folder')
 
-# %% ../nbs/21_faults.ipynb #45e37909
+# %% ../nbs/21_faults.ipynb #c606c928
 @patch
 def _beat(self: RunLock):
     while not self._stop.wait(self.beat_s):
@@ -190,6 +262,7 @@ def release(self: RunLock):
 
 # %% ../nbs/21_faults.ipynb #c0baf90f
 def _claim(out: Path, resume: bool, overwrite: bool) -> RunLock:
+    if out.exists() and not out.is_dir(): raise DataError(out, 'is a file; run.out (--out) takes a folder')
     lock = RunLock(out).acquire()
     try:
         for p in partial_writes(out): p.unlink()

@@ -6,15 +6,17 @@ follows a run while it trains."""
 
 # %% ../nbs/25_launch.ipynb #171dccd6
 from __future__ import annotations
-import argparse, json, os, shlex, subprocess, sys, time
+import argparse, json, os, re, shlex, subprocess, sys, time
 from dataclasses import dataclass
 from pathlib import Path
-from .core import EXIT_REQUEUE
+from .core import DataError, EXIT_REQUEUE, Parser, arg_type, at_least, atomic_write_text, int_list
+from .faults import supervise
 from .cli import train_parser, config_from_args
+from .config import PRESETS
 
 # %% auto #0
-__all__ = ['train_argv', 'resolve', 'torchrun_argv', 'plan_runs', 'SlurmJob', 'slurm_script', 'launch_parser', 'ael_launch',
-           'follow', 'describe']
+__all__ = ['train_argv', 'resolve', 'torchrun_argv', 'plan_runs', 'SlurmJob', 'slurm_script', 'slurm_seconds', 'launch_parser',
+           'check_launch', 'ael_launch', 'follow', 'describe']
 
 # %% ../nbs/25_launch.ipynb #8abf9c73
 def train_argv(preset: str,                  # a preset of `ael_nb.config.PRESETS`
@@ -58,14 +60,6 @@ def torchrun_argv(train_args: list[str],          # from `train_argv`
     return cmd + ['--no-python', 'ael-train'] + list(train_args)
 
 # %% ../nbs/25_launch.ipynb #3201e593
-def _folds(s) -> list[int]:
-    "'0-4' -> [0..4]; '0,2' -> [0, 2]; 3 -> [3]"
-    out = []
-    for part in str(s).split(','):
-        a, _, b = part.partition('-')
-        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
-    return out
-
 def plan_runs(preset: str,                 # preset name
               manifest: str | None = None, # manifest path, may hold `{fold}`
               folds='0',                   # folds, e.g. '0-4' (only with `{fold}` in `manifest`)
@@ -75,7 +69,7 @@ def plan_runs(preset: str,                 # preset name
               overrides=(),                # `key=value` overrides for every run
              ) -> list[dict]:              # one dict(out, manifest, seed, argv) per run
     "The runs of a study: every fold of the manifest pattern times every seed."
-    folds, seeds = _folds(folds), _folds(seeds)
+    folds, seeds = (v if isinstance(v, list) else int_list(v) for v in (folds, seeds))   # `ael_nb.core.int_list`
     if manifest and '{fold}' not in manifest and folds != [0]:
         raise ValueError(f"folds {folds}: the manifest {manifest!r} has no '{{fold}}' to fill in")
     runs = []
@@ -116,7 +110,7 @@ class SlurmJob:
         opts += [f'partition={self.partition}'] * bool(self.partition) + [f'account={self.account}'] * bool(self.account)
         return ['#SBATCH --' + o for o in opts]
 
-# %% ../nbs/25_launch.ipynb #c17e2419
+# %% ../nbs/25_launch.ipynb #00b75d48
 def _array_case(i: int, run: dict, job: SlurmJob) -> str:
     "Task `i` of the array: the run's folder and its command (`--resume` is decided when the task starts)."
     argv = [a for a in run['argv'] if a != '--resume']
@@ -125,12 +119,13 @@ def _array_case(i: int, run: dict, job: SlurmJob) -> str:
     if job.nnodes > 1: cmd = ['srun', '--ntasks-per-node=1', '--kill-on-bad-exit=0'] + cmd
     return f'  {i}) OUT={_sh(run["out"])}; set -- {" ".join(map(_sh, cmd))} ;;'
 
-# %% ../nbs/25_launch.ipynb #c484adde
+# %% ../nbs/25_launch.ipynb #401bd7c8
 # the shell of every task: pick the run, resume if it can, requeue it if it was stopped
 _TASK = """
 # written by ael-launch; one array task per run. Submit: sbatch <this file>
 set -u
 EXIT_REQUEUE={EXIT_REQUEUE}   # ael_nb.core.EXIT_REQUEUE: the run checkpointed and wants to be requeued
+export TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1   # torchrun passes SIGUSR1 on to its workers too
 mkdir -p {log_dir}
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) MASTER_PORT={port}
 export OMP_NUM_THREADS=${{OMP_NUM_THREADS:-4}}
@@ -155,7 +150,7 @@ fi
 exit "$rc"
 """
 
-# %% ../nbs/25_launch.ipynb #6566acef
+# %% ../nbs/25_launch.ipynb #b5323a80
 def slurm_script(runs: list[dict],               # from `plan_runs`
                  job: SlurmJob|None = None,      # nodes, GPUs, time limit (default `SlurmJob()`)
                 ) -> str:
@@ -166,9 +161,38 @@ def slurm_script(runs: list[dict],               # from `plan_runs`
         EXIT_REQUEUE=EXIT_REQUEUE, log_dir=_sh(job.log_dir), port=job.port, cases=cases)
 
 # %% ../nbs/25_launch.ipynb #913b448e
+def slurm_seconds(text: str) -> int:
+    "Seconds of a SLURM `--time` (minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]]); a ValueError otherwise."
+    m = re.fullmatch(r'(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?', str(text).strip())
+    if not m: raise ValueError(f"{text!r} is not a SLURM time: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]] (e.g. 24:00:00, 2-00:00:00)")
+    d, a, b, c = (int(x) if x else None for x in m.groups())
+    if d is not None: h, mi, s = a, b or 0, c or 0
+    elif c is not None: h, mi, s = a, b, c
+    else: h, mi, s = 0, a, b or 0
+    if (d is not None or c is not None) and (mi > 59 or s > 59) or (d is None and c is None and b is not None and s > 59):
+        raise ValueError(f"{text!r}: minutes and seconds run 0..59")
+    total = (((d or 0) * 24 + h) * 60 + mi) * 60 + s
+    if total < 60: raise ValueError(f"{text!r}: at least one minute")
+    return total
+
+def _slurm_time(text: str) -> str:
+    "a SLURM time (`slurm_seconds`), kept as written"
+    slurm_seconds(text); return text.strip()
+
+def _word(text: str) -> str:
+    "text without spaces, quotes or line breaks (a #SBATCH value)"
+    if not re.fullmatch(r"[\w.@%+:,/=-]+", text): raise ValueError(f"{text!r}: letters, digits and ._-@%+:,/= only")
+    return text
+
+def _endpoint(text: str) -> str:
+    "HOST:PORT"
+    host, _, port = text.rpartition(':')
+    if not host or not port.isdigit() or not 0 < int(port) < 65536: raise ValueError(f"{text!r} is not HOST:PORT (port 1..65535)")
+    return text
+
 def launch_parser() -> argparse.ArgumentParser:
     "The options of `ael-launch` (and `ael-launch --help`)."
-    p = argparse.ArgumentParser(prog='ael-launch', formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = Parser(prog='ael-launch', formatter_class=argparse.RawDescriptionHelpFormatter,
         description='Run (or write a SLURM script for) ael-train under torchrun: presets x folds x seeds, one node or several.',
         epilog='examples:\n'
                '  ael-launch --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/unimatch_1_16.json --gpus 8 --dry-run\n'
@@ -176,46 +200,73 @@ def launch_parser() -> argparse.ArgumentParser:
                '             --gpus 8 --seeds 0-2 --slurm ael_cityscapes.sh --time 24:00:00     # then: sbatch ael_cityscapes.sh\n'
                '  ael-launch --preset cpu --manifest "data_manifests/camvid/1-8_fold{fold}.json" --folds 0-4 --gpus 2 ... data.dataset=camvid')
     p.add_argument('overrides', nargs='*', help='key=value configuration overrides for every run')
-    p.add_argument('--preset', default='cpu', help='ael-train preset (default cpu)')
+    p.add_argument('--preset', default='cpu', choices=list(PRESETS), help='ael-train preset (default cpu)')
     p.add_argument('--data-root', help='dataset root folder')
     p.add_argument('--manifest', help="split file; may contain {fold}, filled from --folds")
-    p.add_argument('--folds', default='0', help="folds, e.g. '0-4' (default 0)")
-    p.add_argument('--seeds', default='0', help="seeds, e.g. '0-2' or '0,7' (default 0)")
+    p.add_argument('--folds', default='0', type=arg_type(int_list), help="folds, e.g. '0-4' (default 0)")
+    p.add_argument('--seeds', default='0', type=arg_type(int_list), help="seeds, e.g. '0-2' or '0,7' (default 0)")
     p.add_argument('--out-root', default='runs', help='runs go to OUT_ROOT/<preset>/<manifest>_seed<seed> (default runs)')
-    p.add_argument('--gpus', type=int, default=1, help='processes per node (default 1)')
-    p.add_argument('--nnodes', type=int, default=1, help='nodes per run (default 1)')
-    p.add_argument('--rdzv-endpoint', help='HOST:PORT of the rendezvous (several nodes, without SLURM)')
+    p.add_argument('--gpus', type=arg_type(at_least(1)), default=1, help='processes per node (default 1)')
+    p.add_argument('--nnodes', type=arg_type(at_least(1)), default=1, help='nodes per run (default 1)')
+    p.add_argument('--rdzv-endpoint', type=arg_type(_endpoint), help='HOST:PORT of the rendezvous (several nodes, without SLURM)')
     p.add_argument('--node-rank', type=int, help='static rendezvous: this node\'s rank (default: c10d rendezvous)')
-    p.add_argument('--rdzv-id', default='ael', help='c10d rendezvous id shared by the nodes (default ael)')
+    p.add_argument('--rdzv-id', type=arg_type(_word), help='c10d rendezvous id shared by the nodes (default ael)')
     p.add_argument('--dry-run', action='store_true', help='print the commands, run nothing')
     s = p.add_argument_group('SLURM (--slurm writes a batch script instead of running)')
     s.add_argument('--slurm', metavar='FILE', help='write a SLURM batch script (job array, requeue on preemption)')
-    s.add_argument('--time', default='24:00:00', help='--time of each task (default 24:00:00)')
-    s.add_argument('--signal-secs', type=int, default=600, help='USR1 this many seconds before the limit (default 600)')
-    s.add_argument('--partition'); s.add_argument('--account'); s.add_argument('--job-name', default='ael')
+    s.add_argument('--time', type=arg_type(_slurm_time), help='--time of each task (default 24:00:00)')
+    s.add_argument('--signal-secs', type=arg_type(at_least(1)), help='USR1 this many seconds before the limit (default 600)')
+    s.add_argument('--partition', type=arg_type(_word)); s.add_argument('--account', type=arg_type(_word))
+    s.add_argument('--job-name', type=arg_type(_word), help='(default ael)')
+    p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
-# %% ../nbs/25_launch.ipynb #40c045fb
+def check_launch(a: argparse.Namespace, argv: list[str]):
+    "Refuse options this launch would ignore and values that cannot work together, naming the options."
+    given = lambda o: any(x == o or x.startswith(o + '=') for x in argv)
+    slurm_only = [o for o in ('--time', '--signal-secs', '--partition', '--account', '--job-name') if given(o)]
+    if slurm_only and not a.slurm: raise ValueError(f"{', '.join(slurm_only)}: used only with --slurm (a batch script)")
+    if a.slurm:
+        ignored = [o for o in ('--rdzv-endpoint', '--node-rank', '--rdzv-id') if given(o)]
+        if ignored: raise ValueError(f"{', '.join(ignored)}: the SLURM script finds its nodes itself; drop them with --slurm")
+        if Path(a.slurm).is_dir(): raise DataError(a.slurm, 'is a folder; --slurm takes a file name for the batch script')
+        parent = next(q for q in Path(a.slurm).absolute().parents if q.exists())
+        if not (parent.is_dir() and os.access(parent, os.W_OK)): raise DataError(parent, f'not writable; --slurm {a.slurm} cannot be written')
+        if slurm_seconds(a.time or '24:00:00') <= (a.signal_secs or 600):
+            raise ValueError(f"--signal-secs {a.signal_secs or 600} must be shorter than --time {a.time or '24:00:00'}")
+    elif a.nnodes == 1:
+        ignored = [o for o in ('--rdzv-endpoint', '--node-rank', '--rdzv-id') if given(o)]
+        if ignored: raise ValueError(f"{', '.join(ignored)}: used only with --nnodes > 1")
+    elif a.node_rank is not None and given('--rdzv-id'): raise ValueError('--rdzv-id: used only with the c10d rendezvous (without --node-rank)')
+    if Path(a.out_root).exists() and not Path(a.out_root).is_dir(): raise DataError(a.out_root, 'is a file; --out-root takes a folder')
+
+# %% ../nbs/25_launch.ipynb #1ebd0f88
 def ael_launch(argv=None) -> int:
-    "Console script `ael-launch`; returns the exit status (a failed run's own status)."
+    "Console script `ael-launch`; returns the exit status (a failed run's own status, 75 when the runs checkpointed for a requeue)."
+    argv = sys.argv[1:] if argv is None else [str(x) for x in argv]
     a = launch_parser().parse_args(argv)
     try:
+        check_launch(a, argv)
         runs = plan_runs(a.preset, a.manifest, a.folds, a.seeds, a.data_root, a.out_root, a.overrides)
         for r in runs: resolve(r['argv'])           # a bad key or value stops here, before anything starts
-        cmds = [torchrun_argv(r['argv'], a.gpus, a.nnodes, a.rdzv_endpoint, a.node_rank, a.rdzv_id) for r in runs]
+        cmds = [torchrun_argv(r['argv'], a.gpus, a.nnodes, a.rdzv_endpoint, a.node_rank, a.rdzv_id or 'ael') for r in runs]
+        if a.slurm:
+            job = SlurmJob(a.gpus, a.nnodes, a.time or '24:00:00', a.signal_secs or 600, a.job_name or 'ael', a.partition,
+                           a.account)
+            text = slurm_script(runs, job)
+            if not a.dry_run:
+                try: Path(a.slurm).parent.mkdir(parents=True, exist_ok=True); atomic_write_text(a.slurm, text)
+                except OSError as e: raise DataError(a.slurm, f'cannot be written ({e.strerror or e})') from None
     except (ValueError, KeyError, FileNotFoundError) as e:
+        if a.debug: raise
         print(f"ael-launch: error: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr); return 2
     if a.slurm:
-        job = SlurmJob(a.gpus, a.nnodes, a.time, a.signal_secs, a.job_name, a.partition, a.account)
-        text = slurm_script(runs, job)
-        if not a.dry_run:
-            Path(a.slurm).parent.mkdir(parents=True, exist_ok=True); Path(a.slurm).write_text(text)
         print(text if a.dry_run else f"wrote {a.slurm} ({len(runs)} array tasks); submit with: sbatch {a.slurm}")
         return 0
     for r, c in zip(runs, cmds):
         print(shlex.join(c), flush=True)
         if a.dry_run: continue
-        rc = subprocess.run(c).returncode
+        rc = supervise(c, a.gpus)                   # stop signals reach every rank; 75 when they checkpointed for a requeue
         if rc: print(f"ael-launch: run {r['out']} exited with status {rc}; stopping", file=sys.stderr); return rc
     return 0
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 import ael_nb
-from .core import DataError, atomic_write_text
+from .core import DataError, Parser, arg_type, at_least, atomic_write_text, int_list
 from .datasets import DATASETS, SegDataset, get_dataset
 
 # %% auto #0
@@ -361,25 +361,24 @@ def check_without_data(m: Manifest, where) -> Manifest:
     return m
 
 # %% ../nbs/10_manifests.ipynb #912d9fea
-def _folds(s: str) -> list[int]:
-    "'0-4' -> [0,1,2,3,4]; '0,2' -> [0,2]; '3' -> [3]"
-    out = []
-    for part in s.split(','):
-        a, _, b = part.partition('-')
-        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
-    return out
+def _fraction(text: str) -> str:
+    "a fraction in (0, 1], e.g. 1/8 or 0.125"
+    try: parse_fraction(text)
+    except (ValueError, ZeroDivisionError) as e: raise ValueError(f"{text!r}: {e}" if str(e) else f"{text!r} is not a fraction") from None
+    return text
+
 
 def _parser():
-    p = argparse.ArgumentParser(prog='ael-splits', description='Make, import, list and verify labeled/unlabeled split manifests.')
+    p = Parser(prog='ael-splits', description='Make, import, list and verify labeled/unlabeled split manifests.')
     sub = p.add_subparsers(dest='cmd', required=True)
     mk = sub.add_parser('make', help='draw manifests from a dataset split')
     mk.add_argument('dataset'); mk.add_argument('--root', help='dataset folder (default: $AEL_<NAME>_ROOT)')
     mk.add_argument('--split', help="split whose images the manifest lists (default: the dataset's training split, e.g. train, voc train_aug)")
     g = mk.add_mutually_exclusive_group(required=True)
-    g.add_argument('--fraction', nargs='+', help='fractions of the pool, e.g. 1/8 1/16')
-    g.add_argument('--count', nargs='+', type=int, help='numbers of images, e.g. 92 183')
-    mk.add_argument('--folds', default='0', help="folds, e.g. '0-4' or '0,2' (default 0)")
-    mk.add_argument('--seed', type=int, default=0)
+    g.add_argument('--fraction', nargs='+', type=arg_type(_fraction), help='fractions of the pool, e.g. 1/8 1/16')
+    g.add_argument('--count', nargs='+', type=arg_type(at_least(1)), help='numbers of images, e.g. 92 183')
+    mk.add_argument('--folds', default='0', type=arg_type(int_list), help="folds, e.g. '0-4' or '0,2' (default 0)")
+    mk.add_argument('--seed', type=arg_type(at_least(0)), default=0, help='seed of the draw (default 0)')
     mk.add_argument('--pool', help='draw labeled ids only from this split (e.g. voc train inside train_aug)')
     mk.add_argument('--draw', choices=['labeled', 'unlabeled'], default='labeled',
                     help='unlabeled: all labeled images are labeled, draw the unlabeled ones (Cityscapes coarse)')
@@ -432,7 +431,7 @@ def _make(a) -> list[str]:
     if not labeled_ids: raise DataError(ds.root or a.dataset, f'{ds!r} has no labeled images to draw from')
     out = []
     for spec in (a.fraction or a.count):
-        for fold in _folds(a.folds):
+        for fold in a.folds:
             cmd = f'ael-splits make {a.dataset} --split {a.split}' + (f' --pool {a.pool}' if a.pool else '') + \
                   (f' --draw {a.draw}' if a.draw != 'labeled' else '') + \
                   (f' --fraction {spec}' if a.fraction else f' --count {spec}') + f' --folds {fold} --seed {a.seed}'

@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from torchvision.models import resnet
 from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.models.segmentation.fcn import FCNHead
-from .core import DataError
+from .core import DataError, unseal
 
 # %% auto #0
 __all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'resnet_backbone', 'conv_bn_relu', 'ASPP',
@@ -181,6 +181,7 @@ def read_state_dict(path,                # checkpoint file
         hint = '' if trusted else '; if it is a full training checkpoint you trust, pass trusted=True'
         raise DataError(path, f'not a readable {"" if trusted else "weights-only "}torch checkpoint '
                               f'({type(e).__name__}: {str(e).strip().splitlines()[0][:120]}){hint}') from e
+    if isinstance(obj, dict) and obj.get('digest') is not None: obj = unseal(obj, path)   # a kit checkpoint proves its content
     while isinstance(obj, dict) and isinstance(obj.get('state_dict', obj.get('model')), dict):
         obj = obj.get('state_dict', obj.get('model'))
     sd = {}

@@ -5,13 +5,13 @@ confidence bank, adaptive CutMix's class table and source images; how it is buil
 
 # %% ../nbs/17_state.ipynb #be6e1df4
 from __future__ import annotations
-import hashlib, warnings
+import hashlib, os, shutil, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.distributed as dist
-from .core import DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state
+from .core import DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state, seal, unseal
 from .config import Config, to_dict, flat_items, from_dict, resolve_method
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
@@ -20,8 +20,9 @@ from .cutmix import ClassTable
 from .plan import RunData, Augmented, AcmSources
 
 # %% auto #0
-__all__ = ['RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'rank_state', 'checkpoint', 'save_checkpoint',
-           'read_checkpoint', 'load_checkpoint', 'load_model', 'weights_digest', 'models_only']
+__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'rank_state', 'checkpoint', 'write_checkpoint',
+           'save_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest',
+           'models_only']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -93,22 +94,55 @@ def checkpoint(S: TrainState) -> dict:
                 info=dict(name=S.info.name, class_names=list(S.info.class_names), palette=[tuple(c) for c in S.info.palette],
                           tail_classes=list(S.info.tail_classes), ignore_index=S.info.ignore_index))
 
-# %% ../nbs/17_state.ipynb #fabc3172
+# %% ../nbs/17_state.ipynb #615869ae
+PREVIOUS = 'previous.pth'   # what `latest.pth` held before its last write, kept beside it
+
+def write_checkpoint(ck: dict, path, previous=None) -> Path:
+    "Write `ck` sealed with its digest, atomically, to `path`; the file it replaces is kept as `previous` (a path, or None: not kept)."
+    path = Path(path)
+    if previous is not None and path.is_file():            # a hard link: no copy, and `path` stays in place until replaced
+        tmp = Path(previous).with_name(f'.{Path(previous).name}.link.tmp'); tmp.unlink(missing_ok=True)
+        try: os.link(path, tmp)
+        except OSError: shutil.copyfile(path, tmp)          # a file system without hard links
+        os.replace(tmp, previous)
+    return atomic_save(seal(ck), path)
+
 def save_checkpoint(S: TrainState, path) -> Path:
     "Write `checkpoint(S)` atomically to `path` (single process; `Run.save` under DDP)."
-    return atomic_save(checkpoint(S), path)
+    return write_checkpoint(checkpoint(S), path)
 
-# %% ../nbs/17_state.ipynb #557f2855
-def read_checkpoint(path, map_location='cpu') -> dict:
-    "Load a training checkpoint; a missing or unreadable file raises `DataError`."
+# %% ../nbs/17_state.ipynb #5d7aa516
+def _load(path, map_location) -> dict:
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'checkpoint not found')
     try: ck = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as e: raise DataError(path, f'not a readable checkpoint ({type(e).__name__}: {e})') from e
+    except Exception as e: raise DataError(path, f'not a readable checkpoint ({type(e).__name__}: {str(e).strip().splitlines()[0][:160]})') from e
     if not isinstance(ck, dict) or 'student' not in ck: raise DataError(path, 'not an ael_nb training checkpoint (no "student" entry)')
-    return ck
+    if ck.get('digest') is None: warnings.warn(f"{path}: written before checkpoints carried a digest; its content is not verified")
+    return unseal(ck, path)
 
-# %% ../nbs/17_state.ipynb #d4b75673
+def read_checkpoint(path, map_location='cpu') -> dict:
+    "Load a training checkpoint and check its digest; a missing, unreadable or damaged file raises `DataError` (naming `previous.pth` if it is intact)."
+    try: return _load(path, map_location)
+    except DataError as e:
+        prev = Path(path).with_name(PREVIOUS)
+        if Path(path).name != 'latest.pth' or not prev.is_file() or e.problem == 'checkpoint not found': raise
+        try: it = _load(prev, 'cpu')['it']
+        except DataError: raise DataError(path, f"{e.problem}; {prev} is damaged too") from None
+        raise DataError(path, f"{e.problem}; the previous checkpoint {prev} (step {it}) is intact: "
+                              f"resume from it with  mv {prev} {path}  and --resume") from None
+
+# %% ../nbs/17_state.ipynb #5ea1c811
+def load_weights(module: nn.Module, sd: dict, path, ck_config: dict, cfg: Config|None = None):
+    "`module.load_state_dict(sd)`; weights that do not fit raise one `DataError` naming the `model.*` keys that differ, else the first misfit."
+    try: module.load_state_dict(sd)
+    except RuntimeError as e:
+        mine = dict(flat_items(to_dict(cfg))) if cfg is not None else {}
+        differ = [f"{k}={v!r} in the checkpoint, {mine[k]!r} here" for k, v in flat_items(ck_config) if k.startswith('model.')
+                  and k in mine and v != mine[k] and k.split('.')[1] in ('backbone', 'output_stride', 'deep_stem', 'aux')]
+        if differ: raise DataError(path, f"holds another network: {'; '.join(differ)}") from None
+        raise DataError(path, f"its weights do not fit this network ({str(e).strip().splitlines()[0][:200]})") from None
+
 def load_checkpoint(S: TrainState, path) -> TrainState:
     "Restore `S` from a checkpoint file (the run continues at `S.it`); tensors go to where `S` keeps them."
     ck = read_checkpoint(path)                                   # on the CPU: RNG states must stay there
@@ -118,8 +152,8 @@ def load_checkpoint(S: TrainState, path) -> TrainState:
     if changed and is_main(): warnings.warn(f"resuming {path} with a changed configuration: {'; '.join(changed)}")
     if ck['num_classes'] != S.info.num_classes:
         raise DataError(path, f"checkpoint has {ck['num_classes']} classes, dataset {S.info.name!r} has {S.info.num_classes}")
-    unwrap(S.student).load_state_dict(ck['student'])
-    if S.teacher is not None: S.teacher.load_state_dict(ck['teacher'])
+    load_weights(unwrap(S.student), ck['student'], path, ck['config'], S.cfg)
+    if S.teacher is not None: load_weights(S.teacher, ck['teacher'], path, ck['config'], S.cfg)
     S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler']); S.scaler.load_state_dict(ck['scaler'])
     S.bank.load_state_dict(ck['bank'])
     if S.table is not None and ck['table'] is not None: S.table.load_state_dict(ck['table'])
@@ -144,7 +178,7 @@ def load_model(path,                 # a checkpoint written by `train`
     if ck.get(which) is None: raise DataError(path, f"holds no {which} (a {cfg.method.name!r} run); use the student")
     mc = cfg.model
     model = DeepLabV3Plus(info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout)   # weights come from the checkpoint
-    model.load_state_dict(ck[which])
+    load_weights(model, ck[which], path, ck['config'])
     return model.to(device).eval(), info, cfg, which
 
 def weights_digest(model) -> str:

@@ -20,12 +20,13 @@ from .config import Config, save_config, resolve_method
 from .teacher import ema_update
 from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch,
                          check_micro_batches)
-from .state import TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest
+from .state import (TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest,
+                          write_checkpoint, PREVIOUS)
 from .steps import Trace, section, apply_pending_bank
 from .unimatch import step_function
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
-                           check_weights, claim_run_dir, disk_space, resume_command)
+                           check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
 __all__ = ['Run', 'setup', 'train']
@@ -101,6 +102,7 @@ def _build_run(cfg: Config, as_given: Config, init: str|Path|None, device: torch
                lock: RunLock|None) -> Run:
     "`setup`'s work once the run folder is claimed: data, state (fresh, resumed or from `init`), run directory and log."
     out = Path(cfg.run.out)
+    changes = check_resume(as_given, out) if cfg.run.resume else []   # a resumed run keeps its settings unless told
     data = build_data(cfg)                                         # fails here on bad files
     if cfg.method.name != 'supervised' and data.unlabeled is None:
         raise ValueError(f"method {cfg.method.name!r} needs unlabeled images; the manifest has none")
@@ -118,6 +120,9 @@ def _build_run(cfg: Config, as_given: Config, init: str|Path|None, device: torch
             labeled=len(data.labeled), unlabeled=_n_unlabeled(data)), indent=1))
         if cfg.run.progress: print(_banner(cfg, as_given, data, device, f"steps {S.it}..{stop} of {cfg.optim.iters}"))
     log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
+    if changes:
+        log.write(dict(it=S.it, config_changes=changes))
+        if is_main(): print(f"resumed at step {S.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
     return Run(cfg, data, S, device, stop, log, owns_group, lock)
 
 def _n_unlabeled(data: RunData) -> int: return 0 if data.unlabeled is None else len(data.unlabeled)
@@ -282,7 +287,8 @@ def _write(self: Run, name: str,
     ck = checkpoint(self.S)                                         # gathers every rank's own state
     if keep is not None: ck = keep(ck)
     if is_main():
-        with disk_space(self.out / name): atomic_save(ck, self.out / name)
+        prev = self.out / PREVIOUS if name == 'latest.pth' and self.cfg.run.keep_previous else None
+        with disk_space(self.out / name): write_checkpoint(ck, self.out / name, previous=prev)
 
 # %% ../nbs/20_train.ipynb #8c23d8df
 @patch

@@ -126,11 +126,13 @@ def test_sampler_same_batches_with_workers(tmp_path):
     assert plan_batch(len(aug), 2, 3, 0) == list(PlanSampler(len(aug), 2, 0, start=0, stop=6))[3]
 
 
-def test_resume_with_changed_config_warns(tmp_path):
+def test_resume_with_changed_config_is_refused_unless_allowed(tmp_path):
     train(tiny(tmp_path, 'method.name=supervised', 'optim.iters=1'))
+    with pytest.raises(ValueError, match=r'optim.iters: 1 -> 2; .*--allow-changes'):
+        train(tiny(tmp_path, 'method.name=supervised', 'optim.iters=2', 'run.resume=true'))
     with pytest.warns(UserWarning, match='optim.iters: 1 -> 2'):
-        s = train(tiny(tmp_path, 'method.name=supervised', 'optim.iters=2', 'run.resume=true'))
-    assert s['it'] == 2
+        s = train(tiny(tmp_path, 'method.name=supervised', 'optim.iters=2', 'run.resume=true', 'run.allow_changes=true'))
+    assert s['it'] == 2 and [r['config_changes'] for r in read_metrics(tmp_path) if 'config_changes' in r] == [['optim.iters: 1 -> 2']]
 
 
 def test_accumulation_updates_the_bank_once_per_optimiser_step(tmp_path):

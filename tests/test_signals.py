@@ -1,0 +1,101 @@
+"""Stop signals under torchrun and ael-launch (issue 23), 2 gloo ranks on the CPU: a signal to the launcher's process group
+reaches every training process, the job exits 75 after the checkpoint, no process outlives its launcher."""
+import os, signal, socket, subprocess, sys, time
+from pathlib import Path
+import pytest
+from ael_nb.core import EXIT_REQUEUE
+from ael_nb.plan import TINY
+from ael_nb.state import read_checkpoint
+
+BIN = Path(sys.executable).parent
+ENV = dict(os.environ, OMP_NUM_THREADS='1', PATH=f"{BIN}:{os.environ['PATH']}", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+LONG = TINY + ['data.batch_size=4', 'optim.iters=200', 'run.log_interval=1']   # long enough to be stopped in the middle
+
+
+def _free_port():
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
+
+def descendants(pid: int) -> list[int]:
+    "Every process below `pid` (Linux /proc)."
+    kids = []
+    for t in Path(f'/proc/{pid}/task').glob('*'):
+        try: kids += [int(k) for k in (t / 'children').read_text().split()]
+        except OSError: pass
+    return kids + [g for k in kids for g in descendants(k)]
+
+def alive(pids) -> list[int]:
+    "Those of `pids` still running (zombies count as ended)."
+    out = []
+    for p in pids:
+        try: state = Path(f'/proc/{p}/stat').read_text().rsplit(')', 1)[1].split()[0]
+        except OSError: continue
+        if state != 'Z': out.append(p)
+    return out
+
+def start(cmd, run_dir: Path, steps: int = 2):
+    "Start `cmd` in its own process group and wait until `run_dir` logged `steps` steps; returns the process and its descendants."
+    p = subprocess.Popen(cmd, env=ENV, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m, t0 = run_dir / 'metrics.jsonl', time.time()
+    while not (m.is_file() and len(m.read_text().splitlines()) >= steps):
+        assert p.poll() is None and time.time() - t0 < 300, p.communicate()
+        time.sleep(0.2)
+    return p, descendants(p.pid)
+
+def assert_stopped_cleanly(out: Path, procs, iters: int = 200):
+    time.sleep(0.5)
+    assert alive(procs) == [], f'processes outlived their launcher: {alive(procs)}'
+    assert 0 < read_checkpoint(out / 'latest.pth')['it'] < iters and not (out / '.lock').exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('sig', ['SIGUSR1', 'SIGTERM'])
+def test_ael_launch_group_signal_exits_75(tmp_path, sig):
+    "kill -<sig> to ael-launch's process group: both ranks checkpoint, ael-launch exits 75 with no traceback, nothing is left running."
+    out = tmp_path / 'cpu' / 'drawn_seed0'
+    p, procs = start(['ael-launch', '--preset', 'cpu', '--gpus', '2', '--out-root', str(tmp_path)] + LONG, out)
+    assert len(procs) >= 3                                     # torchrun and its two training processes
+    os.killpg(p.pid, getattr(signal, sig))
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == EXIT_REQUEUE, err
+    assert 'Traceback' not in err and f'exited with status {EXIT_REQUEUE}' in err
+    assert_stopped_cleanly(out, procs)
+
+
+@pytest.mark.slow
+def test_plain_torchrun_killed_by_usr1_leaves_no_orphan(tmp_path):
+    "torchrun dies of an unhandled SIGUSR1 at once; its training processes (own sessions) still stop with a checkpoint, none keeps training."
+    out = tmp_path / 'run'
+    cmd = ['torchrun', '--nproc_per_node', '2', '--standalone', '--no-python', 'ael-train', '--out', str(out)] + LONG
+    p, procs = start(cmd, out)
+    os.killpg(p.pid, signal.SIGUSR1)
+    p.communicate(timeout=60)
+    assert p.returncode in (-signal.SIGUSR1, 128 + signal.SIGUSR1)    # torchrun's own status: not ours to change
+    t0 = time.time()
+    while alive(procs) and time.time() - t0 < 120: time.sleep(0.5)
+    assert_stopped_cleanly(out, procs)
+
+
+@pytest.mark.slow
+def test_two_nodes_one_signalled(tmp_path):
+    "Two ael-launch 'nodes' (static rendezvous, one rank each): SIGTERM to one node's launcher stops both after one checkpoint, both exit 75."
+    port, out = _free_port(), tmp_path / 'cpu' / 'drawn_seed0'
+    cmd = lambda r: ['ael-launch', '--preset', 'cpu', '--gpus', '1', '--nnodes', '2', '--node-rank', str(r), '--rdzv-endpoint',
+                     f'127.0.0.1:{port}', '--out-root', str(tmp_path)] + LONG
+    second = subprocess.Popen(cmd(1), env=ENV, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first, procs = start(cmd(0), out)
+    procs += descendants(second.pid)
+    os.kill(first.pid, signal.SIGTERM)                          # the launcher alone, as a scheduler's kill does
+    _, err0 = first.communicate(timeout=300); _, err1 = second.communicate(timeout=300)
+    assert (first.returncode, second.returncode) == (EXIT_REQUEUE, EXIT_REQUEUE), (err0, err1)
+    assert_stopped_cleanly(out, procs)
+
+
+@pytest.mark.slow
+def test_launcher_killed_outright_takes_its_ranks_along(tmp_path):
+    "SIGKILL to ael-launch (no handler can run): torchrun and the training processes still stop, with a checkpoint."
+    out = tmp_path / 'cpu' / 'drawn_seed0'
+    p, procs = start(['ael-launch', '--preset', 'cpu', '--gpus', '2', '--out-root', str(tmp_path)] + LONG, out)
+    p.kill(); p.communicate(timeout=60)
+    t0 = time.time()
+    while alive(procs) and time.time() - t0 < 120: time.sleep(0.5)
+    assert_stopped_cleanly(out, procs)
