@@ -102,7 +102,7 @@ def ignore_stop_signals(worker_id: int = 0):
 
 # %% ../nbs/21_faults.ipynb #f3a8c1d0
 def die_with_parent(sig: int = signal.SIGTERM) -> bool:
-    "Linux: the kernel sends `sig` to this process when its parent ends (`PR_SET_PDEATHSIG`); False where that is not available."
+    "Linux: the kernel sends `sig` to this process when its parent ends (`PR_SET_PDEATHSIG`); False where it cannot."
     try: prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError): return False
     parent = os.getppid()
@@ -110,41 +110,48 @@ def die_with_parent(sig: int = signal.SIGTERM) -> bool:
     if os.getppid() != parent: os.kill(os.getpid(), sig)    # the parent ended before the request
     return True
 
+# %% ../nbs/21_faults.ipynb #7545cc34
 def _status_dir() -> Path|None:
     d = os.environ.get('AEL_STATUS_DIR')
     return Path(d) if d and os.path.isdir(d) else None
 
 def under_launcher():
-    "A training process started by torchrun: end with its launcher (`die_with_parent`), and tell a `supervise`-ing one its process id."
+    "A training process under torchrun: end with its launcher (`die_with_parent`); tell `supervise` its process id."
     if not os.environ.get('TORCHELASTIC_RUN_ID'): return
     die_with_parent()
     if (d := _status_dir()) is not None: Path(d, f"{os.environ.get('RANK', '0')}.pid").write_text(str(os.getpid()))
 
+# %% ../nbs/21_faults.ipynb #7ab8496f
 def report_status(code: int) -> int:
-    "The exit status to end with: under `supervise`, `code` goes to `$AEL_STATUS_DIR/<RANK>` and a requeue (75) exits 0, a stop torchrun must not report as a failure."
+    "The exit status to end with: under `supervise`, `code` goes to `$AEL_STATUS_DIR/<RANK>`, a requeue (75) exits 0."
+    # 0: a stop that torchrun must not report as a failure
     if (d := _status_dir()) is None: return code
     Path(d, os.environ.get('RANK', '0')).write_text(str(code))
     return 0 if code == EXIT_REQUEUE else code
 
+# %% ../nbs/21_faults.ipynb #f0dc7595
 def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.torchrun_argv`
               ranks: int,       # training processes it starts on this node
              ) -> int:
-    "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; return 75 when all checkpointed for a requeue."
+    "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; 75 if all requeue."
     status = Path(tempfile.mkdtemp(prefix='ael-status-'))
-    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1', AEL_STATUS_DIR=str(status))
+    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1',
+               AEL_STATUS_DIR=str(status))
     p = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
-    def forward(signum, frame):                              # to each training process (and its loader workers, which ignore it)
+    def forward(signum, frame):          # to each training process (and its loader workers, which ignore it)
         sig = signal.SIGTERM if signum == signal.SIGHUP else signum
         pids = [int(f.read_text()) for f in status.glob('*.pid')]
         for pid in pids or [p.pid]:                          # none started yet: torchrun passes it on
             try: os.killpg(pid, sig) if pids else os.kill(pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError): pass
     main = threading.current_thread() is threading.main_thread()
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)} if main else {}
+    old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
+           if main else {})
     try: rc = p.wait()
     finally:
         for s, h in old.items(): signal.signal(s, h)
-        codes = [int(f.read_text() or -1) for f in status.iterdir() if f.suffix != '.pid']; shutil.rmtree(status, ignore_errors=True)
+        codes = [int(f.read_text() or -1) for f in status.iterdir() if f.suffix != '.pid']
+        shutil.rmtree(status, ignore_errors=True)
     if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
     if rc == 0: return 0
     return next((c for c in codes if c not in (0, EXIT_REQUEUE)), rc)
@@ -162,22 +169,24 @@ def resume_command(out, world: int = 1) -> str:
 # %% ../nbs/21_faults.ipynb #f3a8c1d2
 RESUME_FREE = ('run.resume', 'run.allow_changes', 'run.out', 'run.stop_at', 'run.device', 'run.threads', 'run.progress',
                'run.tensorboard', 'run.plots', 'run.checkpoint_interval', 'run.checkpoint_minutes', 'run.keep_previous',
-               'run.overwrite', 'run.trace_interval', 'run.trace_images', 'data.root', 'data.num_workers', 'data.acm_prefetch',
-               'data.check', 'eval.num_workers')
+               'run.overwrite', 'run.trace_interval', 'run.trace_images', 'data.root', 'data.num_workers',
+               'data.acm_prefetch', 'data.check', 'eval.num_workers')
 
 def config_changes(cfg: Config, out) -> list[str]:
-    "'key: old -> new' for each setting of `cfg` that differs from the run's `<out>/config.yaml` (outside `RESUME_FREE`); [] without one."
+    "'key: old -> new' for each setting of `cfg` (outside `RESUME_FREE`) that differs from `<out>/config.yaml`, if any."
     p = Path(out) / 'config.yaml'
     if not p.is_file(): return []
     old, new = (dict(flat_items(to_dict(c))) for c in (load_config(p), cfg))
     return [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in new.items() if k not in RESUME_FREE and old.get(k) != v]
 
+# %% ../nbs/21_faults.ipynb #0bbb1364
 def check_resume(cfg: Config, out) -> list[str]:
-    "The accepted `config_changes` of a resumed run; a ValueError naming them and the switch unless `run.allow_changes`."
+    "The accepted `config_changes` of a resumed run; a ValueError naming them and the switch, unless allowed."
     changes = config_changes(cfg, out)
     if changes and not cfg.run.allow_changes:
         raise ValueError(f"resuming {out} with settings that differ from its config.yaml: {'; '.join(changes)}; "
-                         "drop them to continue the run as it was, or accept them with --allow-changes (run.allow_changes=true)")
+                         "drop them to continue the run as it was, "
+                         "or accept them with --allow-changes (run.allow_changes=true)")
     return changes
 
 # %% ../nbs/21_faults.ipynb #a3c42ecd

@@ -162,19 +162,23 @@ def slurm_script(runs: list[dict],               # from `plan_runs`
 
 # %% ../nbs/25_launch.ipynb #913b448e
 def slurm_seconds(text: str) -> int:
-    "Seconds of a SLURM `--time` (minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]]); a ValueError otherwise."
+    "Seconds of a SLURM `--time` (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]); a ValueError otherwise."
     m = re.fullmatch(r'(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?', str(text).strip())
-    if not m: raise ValueError(f"{text!r} is not a SLURM time: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]] (e.g. 24:00:00, 2-00:00:00)")
+    if not m:
+        raise ValueError(f"{text!r} is not a SLURM time: minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]] "
+                         "(e.g. 24:00:00, 2-00:00:00)")
     d, a, b, c = (int(x) if x else None for x in m.groups())
     if d is not None: h, mi, s = a, b or 0, c or 0
     elif c is not None: h, mi, s = a, b, c
     else: h, mi, s = 0, a, b or 0
-    if (d is not None or c is not None) and (mi > 59 or s > 59) or (d is None and c is None and b is not None and s > 59):
+    if ((d is not None or c is not None) and (mi > 59 or s > 59)
+            or (d is None and c is None and b is not None and s > 59)):
         raise ValueError(f"{text!r}: minutes and seconds run 0..59")
     total = (((d or 0) * 24 + h) * 60 + mi) * 60 + s
     if total < 60: raise ValueError(f"{text!r}: at least one minute")
     return total
 
+# %% ../nbs/25_launch.ipynb #6c411977
 def _slurm_time(text: str) -> str:
     "a SLURM time (`slurm_seconds`), kept as written"
     slurm_seconds(text); return text.strip()
@@ -187,40 +191,51 @@ def _word(text: str) -> str:
 def _endpoint(text: str) -> str:
     "HOST:PORT"
     host, _, port = text.rpartition(':')
-    if not host or not port.isdigit() or not 0 < int(port) < 65536: raise ValueError(f"{text!r} is not HOST:PORT (port 1..65535)")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT (port 1..65535)")
     return text
 
+# %% ../nbs/25_launch.ipynb #cfd26979
 def launch_parser() -> argparse.ArgumentParser:
     "The options of `ael-launch` (and `ael-launch --help`)."
     p = Parser(prog='ael-launch', formatter_class=argparse.RawDescriptionHelpFormatter,
-        description='Run (or write a SLURM script for) ael-train under torchrun: presets x folds x seeds, one node or several.',
+        description='Run (or write a SLURM script for) ael-train under torchrun: presets x folds x seeds, '
+                    'one node or several.',
         epilog='examples:\n'
-               '  ael-launch --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/unimatch_1_16.json --gpus 8 --dry-run\n'
-               '  ael-launch --preset cityscapes --data-root /data/cityscapes --manifest data_manifests/cityscapes/unimatch_1_16.json \\\n'
-               '             --gpus 8 --seeds 0-2 --slurm ael_cityscapes.sh --time 24:00:00     # then: sbatch ael_cityscapes.sh\n'
-               '  ael-launch --preset cpu --manifest "data_manifests/camvid/1-8_fold{fold}.json" --folds 0-4 --gpus 2 ... data.dataset=camvid')
+               '  ael-launch --preset cityscapes --data-root /data/cityscapes '
+               '--manifest data_manifests/cityscapes/unimatch_1_16.json --gpus 8 --dry-run\n'
+               '  ael-launch --preset cityscapes --data-root /data/cityscapes '
+               '--manifest data_manifests/cityscapes/unimatch_1_16.json \\\n'
+               '             --gpus 8 --seeds 0-2 --slurm ael_cityscapes.sh --time 24:00:00'
+               '     # then: sbatch ael_cityscapes.sh\n'
+               '  ael-launch --preset cpu --manifest "data_manifests/camvid/1-8_fold{fold}.json" --folds 0-4 --gpus 2 '
+               '... data.dataset=camvid')
     p.add_argument('overrides', nargs='*', help='key=value configuration overrides for every run')
     p.add_argument('--preset', default='cpu', choices=list(PRESETS), help='ael-train preset (default cpu)')
     p.add_argument('--data-root', help='dataset root folder')
     p.add_argument('--manifest', help="split file; may contain {fold}, filled from --folds")
     p.add_argument('--folds', default='0', type=arg_type(int_list), help="folds, e.g. '0-4' (default 0)")
     p.add_argument('--seeds', default='0', type=arg_type(int_list), help="seeds, e.g. '0-2' or '0,7' (default 0)")
-    p.add_argument('--out-root', default='runs', help='runs go to OUT_ROOT/<preset>/<manifest>_seed<seed> (default runs)')
+    p.add_argument('--out-root', default='runs',
+                   help='runs go to OUT_ROOT/<preset>/<manifest>_seed<seed> (default runs)')
     p.add_argument('--gpus', type=arg_type(at_least(1)), default=1, help='processes per node (default 1)')
     p.add_argument('--nnodes', type=arg_type(at_least(1)), default=1, help='nodes per run (default 1)')
-    p.add_argument('--rdzv-endpoint', type=arg_type(_endpoint), help='HOST:PORT of the rendezvous (several nodes, without SLURM)')
+    p.add_argument('--rdzv-endpoint', type=arg_type(_endpoint),
+                   help='HOST:PORT of the rendezvous (several nodes, without SLURM)')
     p.add_argument('--node-rank', type=int, help='static rendezvous: this node\'s rank (default: c10d rendezvous)')
     p.add_argument('--rdzv-id', type=arg_type(_word), help='c10d rendezvous id shared by the nodes (default ael)')
     p.add_argument('--dry-run', action='store_true', help='print the commands, run nothing')
     s = p.add_argument_group('SLURM (--slurm writes a batch script instead of running)')
     s.add_argument('--slurm', metavar='FILE', help='write a SLURM batch script (job array, requeue on preemption)')
     s.add_argument('--time', type=arg_type(_slurm_time), help='--time of each task (default 24:00:00)')
-    s.add_argument('--signal-secs', type=arg_type(at_least(1)), help='USR1 this many seconds before the limit (default 600)')
+    s.add_argument('--signal-secs', type=arg_type(at_least(1)),
+                   help='USR1 this many seconds before the limit (default 600)')
     s.add_argument('--partition', type=arg_type(_word)); s.add_argument('--account', type=arg_type(_word))
     s.add_argument('--job-name', type=arg_type(_word), help='(default ael)')
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
+# %% ../nbs/25_launch.ipynb #ac3f1c1d
 def check_launch(a: argparse.Namespace, argv: list[str]):
     "Refuse options this launch would ignore and values that cannot work together, naming the options."
     given = lambda o: any(x == o or x.startswith(o + '=') for x in argv)
@@ -228,17 +243,22 @@ def check_launch(a: argparse.Namespace, argv: list[str]):
     if slurm_only and not a.slurm: raise ValueError(f"{', '.join(slurm_only)}: used only with --slurm (a batch script)")
     if a.slurm:
         ignored = [o for o in ('--rdzv-endpoint', '--node-rank', '--rdzv-id') if given(o)]
-        if ignored: raise ValueError(f"{', '.join(ignored)}: the SLURM script finds its nodes itself; drop them with --slurm")
-        if Path(a.slurm).is_dir(): raise DataError(a.slurm, 'is a folder; --slurm takes a file name for the batch script')
+        if ignored:
+            raise ValueError(f"{', '.join(ignored)}: the SLURM script finds its nodes itself; drop them with --slurm")
+        if Path(a.slurm).is_dir():
+            raise DataError(a.slurm, 'is a folder; --slurm takes a file name for the batch script')
         parent = next(q for q in Path(a.slurm).absolute().parents if q.exists())
-        if not (parent.is_dir() and os.access(parent, os.W_OK)): raise DataError(parent, f'not writable; --slurm {a.slurm} cannot be written')
+        if not (parent.is_dir() and os.access(parent, os.W_OK)):
+            raise DataError(parent, f'not writable; --slurm {a.slurm} cannot be written')
         if slurm_seconds(a.time or '24:00:00') <= (a.signal_secs or 600):
             raise ValueError(f"--signal-secs {a.signal_secs or 600} must be shorter than --time {a.time or '24:00:00'}")
     elif a.nnodes == 1:
         ignored = [o for o in ('--rdzv-endpoint', '--node-rank', '--rdzv-id') if given(o)]
         if ignored: raise ValueError(f"{', '.join(ignored)}: used only with --nnodes > 1")
-    elif a.node_rank is not None and given('--rdzv-id'): raise ValueError('--rdzv-id: used only with the c10d rendezvous (without --node-rank)')
-    if Path(a.out_root).exists() and not Path(a.out_root).is_dir(): raise DataError(a.out_root, 'is a file; --out-root takes a folder')
+    elif a.node_rank is not None and given('--rdzv-id'):
+        raise ValueError('--rdzv-id: used only with the c10d rendezvous (without --node-rank)')
+    if Path(a.out_root).exists() and not Path(a.out_root).is_dir():
+        raise DataError(a.out_root, 'is a file; --out-root takes a folder')
 
 # %% ../nbs/25_launch.ipynb #1ebd0f88
 def ael_launch(argv=None) -> int:

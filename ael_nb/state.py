@@ -134,32 +134,39 @@ def read_checkpoint(path, map_location='cpu') -> dict:
 
 # %% ../nbs/17_state.ipynb #5ea1c811
 def load_weights(module: nn.Module, sd: dict, path, ck_config: dict, cfg: Config|None = None):
-    "`module.load_state_dict(sd)`; weights that do not fit raise one `DataError` naming the `model.*` keys that differ, else the first misfit."
+    "`module.load_state_dict(sd)`; a misfit: one `DataError` naming the differing `model.*` keys, else the misfit."
     try: module.load_state_dict(sd)
     except RuntimeError as e:
         mine = dict(flat_items(to_dict(cfg))) if cfg is not None else {}
-        differ = [f"{k}={v!r} in the checkpoint, {mine[k]!r} here" for k, v in flat_items(ck_config) if k.startswith('model.')
-                  and k in mine and v != mine[k] and k.split('.')[1] in ('backbone', 'output_stride', 'deep_stem', 'aux')]
+        differ = [f"{k}={v!r} in the checkpoint, {mine[k]!r} here" for k, v in flat_items(ck_config)
+                  if k.startswith('model.') and k in mine and v != mine[k]
+                  and k.split('.')[1] in ('backbone', 'output_stride', 'deep_stem', 'aux')]
         if differ: raise DataError(path, f"holds another network: {'; '.join(differ)}") from None
         raise DataError(path, f"its weights do not fit this network ({str(e).strip().splitlines()[0][:200]})") from None
 
+# %% ../nbs/17_state.ipynb #712b76c6
 def load_checkpoint(S: TrainState, path) -> TrainState:
     "Restore `S` from a checkpoint file (the run continues at `S.it`); tensors go to where `S` keeps them."
     ck = read_checkpoint(path)                                   # on the CPU: RNG states must stay there
-    if 'optimizer' not in ck: raise DataError(path, "holds the models only (as best.pth does): continue a run from its latest.pth")
+    if 'optimizer' not in ck:
+        raise DataError(path, "holds the models only (as best.pth does): continue a run from its latest.pth")
     old, new = (dict(flat_items(dict(c, run={}))) for c in (ck['config'], to_dict(S.cfg)))
     changed = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in new.items() if old.get(k) != v]
     if changed and is_main(): warnings.warn(f"resuming {path} with a changed configuration: {'; '.join(changed)}")
     if ck['num_classes'] != S.info.num_classes:
-        raise DataError(path, f"checkpoint has {ck['num_classes']} classes, dataset {S.info.name!r} has {S.info.num_classes}")
+        raise DataError(path, f"checkpoint has {ck['num_classes']} classes, "
+                              f"dataset {S.info.name!r} has {S.info.num_classes}")
     load_weights(unwrap(S.student), ck['student'], path, ck['config'], S.cfg)
     if S.teacher is not None: load_weights(S.teacher, ck['teacher'], path, ck['config'], S.cfg)
-    S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler']); S.scaler.load_state_dict(ck['scaler'])
+    S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler'])
+    S.scaler.load_state_dict(ck['scaler'])
     S.bank.load_state_dict(ck['bank'])
     if S.table is not None and ck['table'] is not None: S.table.load_state_dict(ck['table'])
-    ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]   # no `ranks`: one rank's state at the top level
+    # no `ranks`: one rank's state at the top level
+    ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]
     if len(ranks) != world_size() and is_main():
-        warnings.warn(f"resuming {path} (written by {len(ranks)} processes) on {world_size()}: data order and ACM draws differ from the original run")
+        warnings.warn(f"resuming {path} (written by {len(ranks)} processes) on {world_size()}: "
+                      "data order and ACM draws differ from the original run")
     mine = ranks[rank()] if rank() < len(ranks) else dict(ranks[0], acm_next=None, acc={})
     if S.sources is not None: S.sources.load_state_dict(mine['acm_next'], S.table.table.device)
     S.it, S.best, S.acc = ck['it'], dict(ck['best']), dict(mine['acc'])
