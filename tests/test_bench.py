@@ -98,3 +98,20 @@ def test_paper_scale_gpu_script_dry_mode(tmp_path):
     assert paper['crop'] == [64, 64] and paper['backbone'] == 'resnet18'
     assert res['floor']['small_no_workers']['variants']['ael']['loader']['num_workers'] == 0
     assert '## Step vs floor: paper scale' in (tmp_path / 'paper_scale.md').read_text()
+
+
+def test_pseudo_labels_counts_what_the_traces_hold(tmp_path):
+    "bench/pseudo_labels.py: per-class pixels of the traces' `y_hat` from a step on, 255 (not passed) left out, pass rates."
+    import torch
+    sys.path.insert(0, str(REPO / 'bench'))
+    import pseudo_labels
+    (tmp_path / 'traces').mkdir()
+    y = torch.tensor([[0, 6, 9, 255], [6, 6, 1, 255]], dtype=torch.uint8)        # pole (6) x3, bicycle (9) x1, two not passed
+    for it, rate in ((300, 0.5), (500, 0.75)):
+        torch.save(dict(it=it, y_hat=y, pass_rate=rate), tmp_path / 'traces' / f'step_{it:06d}.pt')
+    counts, n, rates = pseudo_labels.count(tmp_path, 400, 10)
+    assert (n, rates) == (1, [0.75]) and counts.tolist() == [1, 1, 0, 0, 0, 0, 3, 0, 0, 1]
+    assert pseudo_labels.count(tmp_path, 0, 10)[0][6] == 6                     # both traces from step 0
+    out = subprocess.run([sys.executable, str(REPO / 'bench' / 'pseudo_labels.py'), str(tmp_path)], capture_output=True,
+                         text=True, cwd=REPO, timeout=300).stdout
+    assert 'tail 4 px (66.67%): pole 3, sign 0, pedestrian 0, bicycle 1; passed the threshold: 0.75-0.75' in out
