@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 import torch
+from ael_nb.runlog import read_traces
 from ael_nb.synthetic import SYNTHETIC_INFO
 
 
 def count(run: Path, from_step: int, num_classes: int) -> tuple[torch.Tensor, int, list[float]]:
     "Pixels per class in the traces' `y_hat` from `from_step` on, the number of traces read, their pass rates."
     counts, n, rates = torch.zeros(num_classes, dtype=torch.long), 0, []
-    for f in sorted((run / 'traces').glob('step_*.pt')):
-        t = torch.load(f, weights_only=False)
+    for t in read_traces(run):
         if t['it'] < from_step or 'y_hat' not in t: continue
         y = t['y_hat'].long().flatten()
         counts += torch.bincount(y[y < num_classes], minlength=num_classes); n += 1
