@@ -8,7 +8,7 @@ and the share of pixels that passed the confidence threshold (FixMatch / UniMatc
 there, 255 elsewhere; AEL's is the teacher's whole pseudo-label, before AES). Works for any method whose trace has
 `y_hat`."""
 from __future__ import annotations
-import argparse
+import argparse, sys
 from pathlib import Path
 import torch
 from ael_nb.runlog import read_traces
@@ -35,6 +35,7 @@ def main(argv=None):
     print(f"pseudo-labeled pixels per class in the stored traces from step {a.from_step} on (tail: {', '.join(names[c] for c in tail)})")
     for run in a.runs:
         c, n, rates = count(run, a.from_step, info.num_classes)
+        if n == 0: sys.exit(f"{run / 'traces'}: no trace with a pseudo-label (y_hat) from step {a.from_step} on")
         share = float(c[tail].sum()) / max(int(c.sum()), 1)
         passed = f"; passed the threshold: {min(rates):.2f}-{max(rates):.2f} of the pixels" if rates else ''
         print(f"{run.name}: {n} traces, tail {int(c[tail].sum())} px ({share:.2%}): "

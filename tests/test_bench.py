@@ -115,3 +115,6 @@ def test_pseudo_labels_counts_what_the_traces_hold(tmp_path):
     out = subprocess.run([sys.executable, str(REPO / 'bench' / 'pseudo_labels.py'), str(tmp_path)], capture_output=True,
                          text=True, cwd=REPO, timeout=300).stdout
     assert 'tail 4 px (66.67%): pole 3, sign 0, pedestrian 0, bicycle 1; passed the threshold: 0.75-0.75' in out
+    empty = subprocess.run([sys.executable, str(REPO / 'bench' / 'pseudo_labels.py'), str(tmp_path), '--from-step', '600'],
+                           capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert empty.returncode == 1 and 'no trace with a pseudo-label (y_hat) from step 600 on' in empty.stderr
