@@ -83,9 +83,6 @@ def int_list(text) -> list[int]:
     if len(set(out)) < len(out): raise ValueError(f"{text!r} names a number twice")
     return out
 
-# %% ../nbs/00_core.ipynb #9a865121
-EXIT_REQUEUE = 75  # exit status after a checkpoint on SIGTERM/SIGUSR1/SIGINT: a scheduler requeues the job
-
 # %% ../nbs/00_core.ipynb #7c5dbb46
 def dist_ready() -> bool:
     "True inside an initialised process group (e.g. started by `torchrun`)."

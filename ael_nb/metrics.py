@@ -9,8 +9,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import torch
-import matplotlib.pyplot as plt
-import seaborn as sns
 from fastcore.basics import patch
 from .core import IGNORE_INDEX, DatasetInfo, all_reduce_sum
 
@@ -110,8 +108,9 @@ def iou_table(runs,              # a `ConfusionMatrix`, or a dict {run name: Con
 # %% ../nbs/07_metrics.ipynb #416d140d
 def plot_iou(df: pd.DataFrame,       # an `iou_table`
              title: str | None = None,
-            ) -> plt.Figure:
+            ) -> 'matplotlib.figure.Figure':
     "Bar plot of per-class IoU (%) per run, tail classes marked."
+    import matplotlib.pyplot as plt, seaborn as sns   # here, not at the top: a training process never pays for them
     runs = [c for c in df.columns if c != 'group']
     tail = list(df.index[df['group'] == 'tail'])
     label = {r: f"{r}: mIoU {df[r].mean():.1f}" + (f", tail {df.loc[tail, r].mean():.1f}" if tail else '') for r in runs}
