@@ -1,45 +1,47 @@
-"""Which classes reach the unsupervised loss: per-class counts of the pseudo-labels in a run's stored traces.
+"""Which classes reach the unlabeled loss: per-class counts of the pseudo-labels in runs' stored traces.
 
-    python bench/pseudo_labels.py RUN_DIR [RUN_DIR ...] [--from-step 400]
+    python bench/pseudo_labels.py RUN_DIR [RUN_DIR ...] [--from-step 400] [--csv OUT.csv]
 
-Reads `traces/step_*.pt` of each run (what `run.trace_interval` stored: a few unlabeled images per step) and prints,
-per run, how many pseudo-labeled pixels each class has in the traces from `--from-step` on, the tail classes' share,
-and the share of pixels that passed the confidence threshold (FixMatch / UniMatch; `y_hat` is already thresholded
-there, 255 elsewhere; AEL's is the teacher's whole pseudo-label, before AES). Works for any method whose trace has
-`y_hat`."""
+Reads `traces/step_*.pt` of each run (what `run.trace_interval` stored: a few unlabeled images per step) with
+`ael_nb.compare.loss_classes` and prints, per run, the tail classes' share of the pixels with a pseudo-label (after the
+confidence threshold where there is one), of those AES kept, and of the loss weight (DR's), then the pixels per tail
+class, and the share of unlabeled pixels that passed the threshold as logged in `metrics.jsonl` (FixMatch, UniMatch).
+A run made by `bench/grid.py` is labelled with its variant (`spec.json`), any other with its folder's name. `--csv`
+keeps the long table (one row per run and class) for nbs/24_compare's picture."""
 from __future__ import annotations
-import argparse, sys
+import argparse, json, sys
 from pathlib import Path
-import torch
-from ael_nb.runlog import read_traces
-from ael_nb.synthetic import SYNTHETIC_INFO
+import pandas as pd
+from ael_nb.core import atomic_write_text
+from ael_nb.compare import loss_classes, tail_shares
+from ael_nb.runlog import read_metrics
 
 
-def count(run: Path, from_step: int, num_classes: int) -> tuple[torch.Tensor, int, list[float]]:
-    "Pixels per class in the traces' `y_hat` from `from_step` on, the number of traces read, their pass rates."
-    counts, n, rates = torch.zeros(num_classes, dtype=torch.long), 0, []
-    for t in read_traces(run):
-        if t['it'] < from_step or 'y_hat' not in t: continue
-        y = t['y_hat'].long().flatten()
-        counts += torch.bincount(y[y < num_classes], minlength=num_classes); n += 1
-        if 'pass_rate' in t: rates.append(float(t['pass_rate']))
-    return counts, n, rates
+def label(run: Path) -> str:
+    "The grid variant a run belongs to (its `spec.json`), else the folder's name."
+    spec = run / 'spec.json'
+    return json.loads(spec.read_text())['variant'] if spec.is_file() else run.name
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('runs', nargs='+', type=Path); ap.add_argument('--from-step', type=int, default=400)
+    ap.add_argument('--csv', type=Path, help='write the per-run, per-class counts here')
     a = ap.parse_args(argv)
-    info = SYNTHETIC_INFO   # the default run's dataset; its classes name the columns
-    names, tail = info.class_names, info.tail_classes
-    print(f"pseudo-labeled pixels per class in the stored traces from step {a.from_step} on (tail: {', '.join(names[c] for c in tail)})")
-    for run in a.runs:
-        c, n, rates = count(run, a.from_step, info.num_classes)
-        if n == 0: sys.exit(f"{run / 'traces'}: no trace with a pseudo-label (y_hat) from step {a.from_step} on")
-        share = float(c[tail].sum()) / max(int(c.sum()), 1)
+    try: per_run = [loss_classes({label(r): r}, a.from_step) for r in a.runs]
+    except (FileNotFoundError, ValueError) as e: sys.exit(str(e))
+    lc = pd.concat(per_run, ignore_index=True)
+    sh = tail_shares(lc)
+    tail = list(lc[lc.group == 'tail'].cls.unique())
+    print(f"tail classes' share of the unlabeled loss in the stored traces from step {a.from_step} on (tail: {', '.join(tail)})")
+    for run, part in zip(a.runs, per_run):
+        (lab, seed), = part[['label', 'seed']].drop_duplicates().itertuples(index=False)
+        s, t = sh.loc[(lab, seed)], part[part.group == 'tail'].set_index('cls')
+        rates = [r['pass_rate'] for r in read_metrics(run) if r.get('it', 0) >= a.from_step and 'pass_rate' in r]
         passed = f"; passed the threshold: {min(rates):.2f}-{max(rates):.2f} of the pixels" if rates else ''
-        print(f"{run.name}: {n} traces, tail {int(c[tail].sum())} px ({share:.2%}): "
-              + ', '.join(f"{names[k]} {int(c[k])}" for k in tail) + passed)
+        print(f"{lab} (seed {seed}, {part.traces.iloc[0]} traces): tail share of pseudo-labels {s.pseudo:.2f}%, kept {s.kept:.2f}%, "
+              f"loss weight {s.weight:.2f}%; tail pixels " + ', '.join(f"{c} {t.pseudo[c]}" for c in tail) + passed)
+    if a.csv: atomic_write_text(a.csv, lc.to_csv(index=False)); print(f"wrote {a.csv}")
 
 
 if __name__ == '__main__':

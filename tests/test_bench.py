@@ -100,21 +100,23 @@ def test_paper_scale_gpu_script_dry_mode(tmp_path):
     assert '## Step vs floor: paper scale' in (tmp_path / 'paper_scale.md').read_text()
 
 
-def test_pseudo_labels_counts_what_the_traces_hold(tmp_path):
-    "bench/pseudo_labels.py: per-class pixels of the traces' `y_hat` from a step on, 255 (not passed) left out, pass rates."
-    import torch
-    sys.path.insert(0, str(REPO / 'bench'))
-    import pseudo_labels
-    (tmp_path / 'traces').mkdir()
+def test_pseudo_labels_reports_a_grid_run(tmp_path):
+    "bench/pseudo_labels.py on a grid run: labelled by its variant, tail shares from the traces from a step on, pass rates from metrics.jsonl, --csv."
+    import torch, pandas as pd
+    run = tmp_path / 'fixmatch__1-8__s2'; (run / 'traces').mkdir(parents=True)
+    (run / 'config.yaml').write_text('data: {dataset: synthetic}\nrun: {seed: 2}\n')
+    (run / 'spec.json').write_text(json.dumps(dict(variant='fixmatch')))
+    (run / 'metrics.jsonl').write_text(''.join(json.dumps(dict(it=it, loss=1.0, pass_rate=r)) + '\n'
+                                               for it, r in ((300, 0.2), (400, 0.6), (500, 0.75))))
     y = torch.tensor([[0, 6, 9, 255], [6, 6, 1, 255]], dtype=torch.uint8)        # pole (6) x3, bicycle (9) x1, two not passed
-    for it, rate in ((300, 0.5), (500, 0.75)):
-        torch.save(dict(it=it, y_hat=y, pass_rate=rate), tmp_path / 'traces' / f'step_{it:06d}.pt')
-    counts, n, rates = pseudo_labels.count(tmp_path, 400, 10)
-    assert (n, rates) == (1, [0.75]) and counts.tolist() == [1, 1, 0, 0, 0, 0, 3, 0, 0, 1]
-    assert pseudo_labels.count(tmp_path, 0, 10)[0][6] == 6                     # both traces from step 0
-    out = subprocess.run([sys.executable, str(REPO / 'bench' / 'pseudo_labels.py'), str(tmp_path)], capture_output=True,
-                         text=True, cwd=REPO, timeout=300).stdout
-    assert 'tail 4 px (66.67%): pole 3, sign 0, pedestrian 0, bicycle 1; passed the threshold: 0.75-0.75' in out
-    empty = subprocess.run([sys.executable, str(REPO / 'bench' / 'pseudo_labels.py'), str(tmp_path), '--from-step', '600'],
-                           capture_output=True, text=True, cwd=REPO, timeout=300)
+    for it in (300, 500):
+        torch.save(dict(it=it, y_hat=y), run / 'traces' / f'step_{it:06d}.pt')
+    cmd = [sys.executable, str(REPO / 'bench' / 'pseudo_labels.py'), str(run)]
+    r = subprocess.run(cmd + ['--csv', str(tmp_path / 'lc.csv')], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert ('fixmatch (seed 2, 1 traces): tail share of pseudo-labels 66.67%, kept 66.67%, loss weight 66.67%; '
+            'tail pixels pole 3, sign 0, pedestrian 0, bicycle 1; passed the threshold: 0.60-0.75') in r.stdout
+    lc = pd.read_csv(tmp_path / 'lc.csv')
+    assert lc.set_index('cls').loc['pole', ['label', 'seed', 'pseudo', 'traces']].tolist() == ['fixmatch', 2, 3, 1]
+    empty = subprocess.run(cmd + ['--from-step', '600'], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert empty.returncode == 1 and 'no trace with a pseudo-label (y_hat) from step 600 on' in empty.stderr
