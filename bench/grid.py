@@ -111,7 +111,10 @@ GRIDS.update({
                                         'ael': ['method.name=ael'] + HALF, 'fixmatch': ['method.name=fixmatch'],
                                         'fixmatch+ael': ['method.name=ael', 'method.base=fixmatch'] + HALF,
                                         'unimatch': ['method.name=unimatch'],
-                                        'unimatch+ael': ['method.name=ael', 'method.base=unimatch'] + HALF}) | {'full': FULL + BF16}
+                                        'unimatch+ael': ['method.name=ael', 'method.base=unimatch'] + HALF,
+                                        # the threshold or the teacher: FixMatch + AEL with every pseudo-label, AES the only filter (as on CutMix)
+                                        'fixmatch+ael thr0': ['method.name=ael', 'method.base=fixmatch', 'method.conf_thresh=0'] + HALF})
+                               | {'full': FULL + BF16}
                                | _story({'fixmatch student-labeled': ['method.name=fixmatch', 'method.teacher=student'],
                                          'unimatch student-labeled': ['method.name=unimatch', 'method.teacher=student']}),
                        baseline='supervised', ceiling='full'),
