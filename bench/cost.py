@@ -74,11 +74,12 @@ def step_config(args, device, method, extra=(), out='/tmp/ael_cost_run'):
 
 def time_steps(args, device, variants: dict) -> dict:
     "Engine steps (`Run.step`) of each variant (name -> (method, overrides)) in one process, untraced, traced and timed, interleaved."
-    import tempfile
+    import atexit, shutil, tempfile
     from ael_nb.train import setup
     from ael_nb.steps import Trace
     dev = torch.device(device)
     tmp = Path(tempfile.mkdtemp(prefix='ael_cost_'))
+    atexit.register(shutil.rmtree, tmp, True)   # the runs' folders hold nothing the report needs
     runs = {name: setup(step_config(args, device, m, extra, tmp / name.replace(' ', '_').replace(',', '').replace('+', 'p')))
             for name, (m, extra) in variants.items()}
     cfg0 = next(iter(runs.values())).cfg

@@ -19,7 +19,7 @@ data share of each step (`section('data')`: waiting for the loaders and the host
 variant's first step (compile / autotuning included) and steady step beside its own floor and the first variant's step.
 Writes <out>/floor_<tag>.{json,md} (default out: bench/results)."""
 from __future__ import annotations
-import argparse, copy, datetime as dt, json, os, statistics, sys, tempfile, time
+import argparse, atexit, copy, datetime as dt, json, os, shutil, statistics, sys, tempfile, time
 from pathlib import Path
 import torch
 import torch.nn.functional as F
@@ -157,6 +157,7 @@ def setup_runs(a, variants: dict) -> dict:
     from ael_nb.train import setup
     from ael_nb.plan import micro_batch, unlabeled_micro_batch
     tmp = Path(tempfile.mkdtemp(prefix='ael_floor_'))
+    atexit.register(shutil.rmtree, tmp, True)   # the runs' folders hold nothing the report needs
     runs = {}
     for i, (name, ov) in enumerate(variants.items()):
         cfg = get_config(a.preset, overrides=QUIET + (tiny_overrides() if a.tiny else []) + [f'run.device={a.device}']
