@@ -29,7 +29,8 @@ def class_counts(tr: Trace|dict,  # a (compact) trace, or a dict with the same k
     "Pixels of each class in the AES class map (pseudo-labeled) and how many AES kept; images ACP pasted it onto, ACM drew for it."
     cls = tr['aes_class'] if 'aes_class' in tr else tr['y_hat']          # the map AES sampled from (Eq. 9)
     ok = cls != IGNORE_INDEX
-    c, kept = cls[ok].long().flatten(), tr['keep'][ok].flatten()
+    keep = tr['keep'] if 'keep' in tr else torch.ones_like(ok)          # no AES (CutMix, FixMatch, UniMatch): every pseudo-label counts
+    c, kept = cls[ok].long().flatten(), keep[ok].flatten()
     out = dict(n_pixels=torch.bincount(c, minlength=num_classes), n_kept=torch.bincount(c[kept], minlength=num_classes))
     if 'cp_classes' in tr: out['n_pasted'] = tr['cp_classes'].sum(0).long()
     if 'acm_class' in tr: out['n_sampled'] = torch.bincount(tr['acm_class'].long(), minlength=num_classes)
@@ -101,7 +102,7 @@ def class_readout(traces: list[dict], info: DatasetInfo,
     t = traces[at]
     n, head = t['counts'], [c for c in range(info.num_classes) if c not in info.tail_classes]
     share = lambda a, b: float(a) / float(b) if b else float('nan')
-    out = dict(cls=cls, name=info.class_names[cls], tail=cls in info.tail_classes, it=t['it'], n_images=len(t['keep']),
+    out = dict(cls=cls, name=info.class_names[cls], tail=cls in info.tail_classes, it=t['it'], n_images=len(t['y_hat']),
                bank=float(t['bank_after'][cls]), change=float(t['bank_after'][cls] - t['bank_before'][cls]),
                n_pixels=int(n['n_pixels'][cls]), n_kept=int(n['n_kept'][cls]),
                kept=share(n['n_kept'][cls], n['n_pixels'][cls]), head_kept=share(n['n_kept'][head].sum(), n['n_pixels'][head].sum()))
@@ -187,7 +188,9 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
     fig = Figure(figsize=(10.4, h), dpi=DPI)
     gs = fig.add_gridspec(2 * n + 1, 4, height_ratios=[1] * (2 * n) + [1.05], hspace=0.45, wspace=0.12,
                           left=0.05, right=0.98, top=1 - 0.95 / h, bottom=0.85 / h)
-    def off(ax, what): ax.text(0.5, 0.5, f'{what}:\nnot in this trace', ha='center', va='center', fontsize=9, transform=ax.transAxes)
+    def off(ax, what):
+        ax.text(0.5, 0.5, f'{what}:\nnot in this trace', ha='center', va='center', fontsize=9, transform=ax.transAxes)
+        ax.set_xticks([]); ax.set_yticks([])
     title = lambda ax, s, **kw: ax.set_title(s, fontsize=9, **kw)
     for i in range(n):
         ax = [fig.add_subplot(gs[2 * i + r, j]) for r in range(2) for j in range(4)]
@@ -220,6 +223,10 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
             ax[5].imshow(np.where(keep[..., None], _rgb(t['x_u'][i]) / 255, 0.15 + 0.1 * _rgb(t['x_u'][i]) / 255))
             title(ax[5], 'AES keep mask\n(dropped pixels dark)')
             lines.append(f"AES kept {100 * keep.sum() / max(labeled.sum(), 1):.0f}% of the\n{int(labeled.sum())} pseudo-labeled pixels")
+        elif 'passed' in t and 'x_u' in t and labeled is not None:     # FixMatch, UniMatch: pixels under the threshold have no label
+            ax[5].imshow(np.where(labeled[..., None], _rgb(t['x_u'][i]) / 255, 0.15 + 0.1 * _rgb(t['x_u'][i]) / 255))
+            title(ax[5], 'over the confidence threshold\n(pixels under it dark)')
+            lines.append(f"{100 * labeled.mean():.0f}% of the pixels passed\nthe threshold")
         else: off(ax[5], 'AES keep mask')
         if 'w' in t:
             w = t['w'][i].float().numpy()
