@@ -190,9 +190,10 @@ def plot_tail_shares(sh: pd.DataFrame,  # `tail_shares`
     import matplotlib.pyplot as plt, seaborn as sns
     what = {'pseudo': 'pseudo-labeled pixels', 'kept': 'kept by AES', 'weight': 'weight in the loss (DR)'}
     long = sh.rename(columns=what).reset_index().melt(id_vars=['label', 'seed'], var_name='share of', value_name='tail share (%)')
-    fig, ax = plt.subplots(figsize=(8, 0.5 + 0.55 * sh.index.get_level_values('label').nunique()))
+    fig, ax = plt.subplots(figsize=(9, 0.5 + 0.55 * sh.index.get_level_values('label').nunique()))
     sns.barplot(long, y='label', x='tail share (%)', hue='share of', errorbar=None, alpha=0.7, ax=ax)
     sns.stripplot(long, y='label', x='tail share (%)', hue='share of', dodge=True, palette='dark:k', size=3, legend=False, ax=ax)
-    ax.set_ylabel(''); ax.legend(fontsize=8, loc='lower right'); ax.set_title(title or 'tail classes in the unlabeled loss')
+    ax.set_ylabel(''); ax.set_title(title or 'tail classes in the unlabeled loss', fontsize=10)
+    ax.legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.01, 1), frameon=False)   # outside the bars: it never hides one
     fig.tight_layout()
     return fig
