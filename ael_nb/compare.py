@@ -163,7 +163,9 @@ def loss_classes(sources: dict,      # label -> a run directory with stored trac
         for run in [runs] if isinstance(runs, (str, Path)) else runs:
             run = Path(run)
             if not (run/'config.yaml').is_file(): raise FileNotFoundError(f"{run}: not a run directory (no config.yaml)")
-            cfg = yaml.safe_load((run/'config.yaml').read_text()); info = INFOS[cfg['data']['dataset']]; n = info.num_classes
+            cfg = yaml.safe_load((run/'config.yaml').read_text())
+            if cfg['data']['dataset'] not in INFOS: raise ValueError(f"{run/'config.yaml'}: unknown dataset {cfg['data']['dataset']!r} (known: {list(INFOS)})")
+            info = INFOS[cfg['data']['dataset']]; n = info.num_classes
             traces = [t for t in read_traces(run) if t['it'] >= from_step and 'y_hat' in t]
             if not traces: raise ValueError(f"{run/'traces'}: no trace with a pseudo-label (y_hat) from step {from_step} on")
             pseudo, kept, weight = torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.float64)
@@ -180,8 +182,8 @@ def loss_classes(sources: dict,      # label -> a run directory with stored trac
 
 def tail_shares(lc: pd.DataFrame) -> pd.DataFrame:
     "The tail classes' share (%) of each count of a `loss_classes` table, per label and seed."
-    by = lc.groupby(['label', 'seed'], sort=False)[['pseudo', 'kept', 'weight']]
-    return 100 * lc[lc.group == 'tail'].groupby(['label', 'seed'], sort=False)[['pseudo', 'kept', 'weight']].sum() / by.sum()
+    sums = lambda d: d.groupby(['label', 'seed'], sort=False)[['pseudo', 'kept', 'weight']].sum()
+    return 100 * sums(lc[lc.group == 'tail']) / sums(lc)
 
 # %% ../nbs/24_compare.ipynb #f227bad6
 def plot_tail_shares(sh: pd.DataFrame,  # `tail_shares`
