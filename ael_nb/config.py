@@ -18,8 +18,9 @@ from .core import DataError, atomic_write_text
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
            'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
            'framework', 'resolve_method', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc',
-           'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'get_preset', 'save_config',
-           'load_config', 'get_config', 'authors', 'weak_to_strong', 'Difference', 'preset_values', 'differences_table']
+           'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'get_preset', 'read_yaml',
+           'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'Difference', 'preset_values',
+           'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -495,6 +496,29 @@ def get_preset(name: str) -> Config:
     if name not in PRESETS: raise KeyError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
     return PRESETS[name]()
 
+# %% ../nbs/14_config.ipynb #5c22ff3d
+def _yaml_keys(node, path: str = ''):
+    "(dotted key, line) of every key in a YAML mapping node and the mappings nested in it, named as `flat_items` names them."
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode): continue
+        name = f"{path}{k.value}"
+        yield name, k.start_mark.line + 1
+        if isinstance(v, yaml.MappingNode): yield from _yaml_keys(v, name + '.')
+
+def read_yaml(path):
+    "The YAML document in the file `path`; a DataError naming the file for bad YAML, bytes that are not text, or a key set twice."
+    p = Path(path)
+    try: text = p.read_text(); node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        at = getattr(e, 'problem_mark', None)
+        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
+    except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
+    seen = {}
+    for name, line in _yaml_keys(node) if isinstance(node, yaml.MappingNode) else ():
+        if name in seen: raise DataError(p, f"{name} is set twice, at lines {seen[name]} and {line}: keep one")
+        seen[name] = line
+    return yaml.safe_load(text)
+
 # %% ../nbs/14_config.ipynb #aea5132c
 def save_config(cfg: Config, path) -> Path:
     "Write the resolved configuration as YAML."
@@ -505,11 +529,7 @@ def load_config(path, base: Config|None = None) -> Config:
     p = Path(path)
     if not p.is_file():
         raise DataError(p, 'configuration file not found')
-    try: d = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        at = getattr(e, 'problem_mark', None)
-        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
-    except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
+    d = read_yaml(p) or {}
     if not isinstance(d, dict): raise DataError(p, f"a configuration file must hold a mapping, got {type(d).__name__}")
     try: return from_dict(d, base)
     except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: still a KeyError, now naming the file
