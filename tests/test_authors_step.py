@@ -53,7 +53,8 @@ def labels_by(label_map: torch.Tensor):
     return forward
 
 @lru_cache(maxsize=None)
-def one_step(overrides: tuple = (), craft: str|None = None, it: int|None = None, preset: str = 'cityscapes-authors'):
+def one_step(overrides: tuple = (), craft: str|None = None, it: int|None = None, conf: float|None = None,
+             preset: str = 'cityscapes-authors'):
     "One step of the tiny run: its config, trace, and the state before and after (bank, table, student, teacher)."
     import tempfile
     out = tempfile.mkdtemp(prefix='ael_switch_')
@@ -61,7 +62,8 @@ def one_step(overrides: tuple = (), craft: str|None = None, it: int|None = None,
     with setup(cfg) as run:
         S = state(run)
         rec = SimpleNamespace(cfg=cfg, m=cfg.method, bank_start=S.bank.conf.clone())
-        if craft is None: S.bank.conf.copy_(torch.rand(C, generator=torch.Generator().manual_seed(0)) * 0.8 + 0.1)  # not uniform: AES and Eq. 7 can tell
+        if conf is not None: S.bank.conf.fill_(conf)
+        elif craft is None: S.bank.conf.copy_(torch.rand(C, generator=torch.Generator().manual_seed(0)) * 0.8 + 0.1)  # not uniform: AES and Eq. 7 can tell
         else:                             # ACM draws C1 (lowest confidence, temperature 0.05), the teacher draws the map
             S.bank.conf.fill_(1.0); S.bank.conf[C1] = 0.0
             S.teacher.forward = labels_by(fixed_map(craft))
@@ -195,6 +197,14 @@ def test_step_acts_on_the_switch(key, kit, seen, shared):
 def test_bank_starts_from_bank_init():
     test = lambda rec, v: torch.allclose(rec.bank_start, torch.full((C,), v))
     assert test(one_step(), 1 / C) and test(one_step(('method.bank_init=0.3',)), 0.3)
+
+
+def test_aes_keeps_every_pixel_when_every_class_is_confident():
+    "Every class at Conf = 1 when AES reads the bank: every counted pixel kept (the kit's choice in the differences table; the authors' none)."
+    rec = one_step(('method.aes_bank=before',), conf=1.0); tr = rec.trace     # 'after': the step's update moves Conf first
+    counted = tr['y_hat'] != 255 if rec.m.unsup_denominator == 'labeled' else tr['p_u'].amax(1) > 0
+    assert counted.any() and torch.equal(tr['keep'], counted) and tr['aes_kept'] == 1
+    assert math.isfinite(tr['loss_u']) and tr['loss_u'] > 0
 
 
 # ---------------------------------------------------------------- ACM and the class table, crafted teacher
