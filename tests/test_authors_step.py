@@ -6,7 +6,7 @@ it is the configured one. A step that ignores a switch acts alike under both val
 
 Where a switch acts only on rare inputs (adaptive CutMix's region search, the class table's threshold), the teacher
 labels every image with a fixed map drawn here, and the bank is set so that ACM draws the class of that map."""
-import copy, math
+import copy, itertools, math, tempfile
 from functools import lru_cache
 from types import SimpleNamespace
 import pytest
@@ -24,7 +24,7 @@ from ael_nb.train import setup
 pytestmark = pytest.mark.slow
 
 def state(run):
-    "The ONE adapter to the engine's internals: the state of a `Run`, with `student`, `teacher`, `bank.conf`, `table.table` and the step counter `it`."
+    "The ONE adapter to the engine's internals: a `Run`'s state (`student`, `teacher`, `bank.conf`, `table.table`, step `it`)."
     return run.S
 
 
@@ -40,7 +40,8 @@ H, W, C = 32, 48, 10
 C1, C2, C3 = 6, 7, 9                    # ACM's class, and two classes of the class-table check
 
 def fixed_map(kind: str) -> torch.Tensor:
-    "The map a crafted teacher gives every image: 'whole' = all C1; 'small' = class 0 with two 3x4 patches of C1 one pixel apart, 20 pixels of C2, 10 of C3."
+    """What the crafted teacher sees in every image: 'whole' = all C1; 'small' = class 0 with two 3x4 patches of C1
+    one pixel apart, 20 pixels of C2 and 10 of C3."""
     m = torch.full((H, W), C1 if kind == 'whole' else 0, dtype=torch.long)
     if kind == 'small': m[4:7, 4:8] = m[4:7, 9:13] = C1; m[20:24, 4:9] = C2; m[20:22, 30:35] = C3
     return m
@@ -52,18 +53,18 @@ def labels_by(label_map: torch.Tensor):
         return dict(out=logits.expand(len(x), -1, -1, -1).clone())
     return forward
 
+RUNS, COUNT = tempfile.TemporaryDirectory(prefix='ael_switches_'), itertools.count()   # removed when the tests end
+
 @lru_cache(maxsize=None)
-def one_step(overrides: tuple = (), craft: str|None = None, it: int|None = None, conf: float|None = None,
-             preset: str = 'cityscapes-authors'):
+def one_step(overrides: tuple = (), craft: str|None = None, it: int|None = None, conf: float|None = None):
     "One step of the tiny run: its config, trace, and the state before and after (bank, table, student, teacher)."
-    import tempfile
-    out = tempfile.mkdtemp(prefix='ael_switch_')
-    cfg = get_config(preset, overrides=BASE + list(overrides) + [f'run.out={out}/run'])
+    cfg = get_config('cityscapes-authors', overrides=BASE + list(overrides) + [f'run.out={RUNS.name}/{next(COUNT)}'])
     with setup(cfg) as run:
         S = state(run)
         rec = SimpleNamespace(cfg=cfg, m=cfg.method, bank_start=S.bank.conf.clone())
         if conf is not None: S.bank.conf.fill_(conf)
-        elif craft is None: S.bank.conf.copy_(torch.rand(C, generator=torch.Generator().manual_seed(0)) * 0.8 + 0.1)  # not uniform: AES and Eq. 7 can tell
+        elif craft is None:               # a bank that is not uniform, so that AES and Eq. 7 tell the switches apart
+            S.bank.conf.copy_(torch.rand(C, generator=torch.Generator().manual_seed(0)) * 0.8 + 0.1)
         else:                             # ACM draws C1 (lowest confidence, temperature 0.05), the teacher draws the map
             S.bank.conf.fill_(1.0); S.bank.conf[C1] = 0.0
             S.teacher.forward = labels_by(fixed_map(craft))
