@@ -1,7 +1,8 @@
 """The kit against the authors' code (SemiSeg-AEL): `tests/golden/authors.json` holds what the authors' functions
 returned on seeded inputs (written by `tools/authors_golden.py`, which runs their checkout); here the kit recomputes
 each case from the same seeds under the `-authors` presets and must agree within the stated tolerance. With
-`AEL_AUTHORS_REPO` set to a checkout, the figures are also regenerated from their code and compared with the stored."""
+`AEL_AUTHORS_REPO` set to a checkout, the figures are also regenerated from their code and compared with the stored.
+`tests/test_authors_step.py` holds the training step to every switch these presets set."""
 import importlib.util, json, os, sys
 from pathlib import Path
 import pytest
