@@ -40,7 +40,7 @@ class TrainState:
     sources: AcmSources|None = None     # ACM's source images (chosen one step ahead)
     it: int = 0                         # optimiser steps done
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
-    pending: torch.Tensor|None = None   # bank statistics [2,C] of an accumulated step's micro-batches (`18_steps.update_bank`)
+    pending: torch.Tensor|None = None   # bank statistics [2,C] of an accumulated step's micro-batches (`18_steps.begin_bank`)
     acc: dict = field(default_factory=dict)   # sums of the logged values since the last log line ('_n': steps summed)
 
 # %% ../nbs/17_state.ipynb #2d2a283c
@@ -81,7 +81,8 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
 # %% ../nbs/17_state.ipynb #1bd24933
 def rank_state(S: TrainState) -> dict:
     "What differs between ranks: the random states, ACM's pending draw, the log sums."
-    return dict(rng=rng_state(), acm_next=None if S.sources is None else S.sources.state_dict(), acc=dict(S.acc))
+    return dict(rng=rng_state(), acm_next=None if S.sources is None else S.sources.state_dict(),
+                acc={k: v.item() if torch.is_tensor(v) else v for k, v in S.acc.items()})   # the sums live on the device
 
 def checkpoint(S: TrainState) -> dict:
     "The state of a run as a dict of plain objects and tensors; `ranks` holds every rank's `rank_state` (a collective under DDP)."

@@ -22,7 +22,7 @@ from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_
                          check_micro_batches)
 from .state import (TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest,
                           write_checkpoint, PREVIOUS)
-from .steps import Trace, section, apply_pending_bank
+from .steps import Trace, section, begin_bank, end_bank
 from .methods import step_function
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
@@ -147,13 +147,13 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
     if saving: trace = Trace()
     loss, logs, vals = self._micro_batches(trace)
     with section(trace, 'bank'): self._apply_bank(trace)          # what the micro-batches saw, once
-    bad, self.stopping, self.late = agree(not finite_values(vals), self.signals.received is not None, self.saves.late(),
+    bad, self.stopping, self.late = agree(not _finite(vals), self.signals.received is not None, self.saves.late(),
                                           device=self.device)
     if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
     lr = S.optimizer.param_groups[0]['lr']
     with section(trace, 'optimizer + EMA'): self._update(skip=bad)
     S.it += 1; self._accumulate({} if bad else vals)
-    self.bar.update(1); self.bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+    self.bar.update(1)
     if S.it % cfg.run.log_interval == 0 or S.it == cfg.optim.iters: self._log(lr)
     if trace is not None: trace.record(it=S.it, loss=float(loss.detach()), **{k: float(v) for k, v in logs.items()})
     if saving and is_main(): save_trace(trace, self.out, S.it, cfg.run.trace_images)
@@ -164,6 +164,14 @@ def _autocast(device: torch.device, amp: str):
     dtype = dict(bf16=torch.bfloat16, fp16=torch.float16).get(amp)
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
 
+def _on_device(v: torch.Tensor) -> torch.Tensor:
+    "A logged value, summed where it was computed: float64 (Python's floats), float32 on MPS, which has no float64."
+    return v.detach().to(torch.float32 if v.device.type == 'mps' else torch.float64)
+
+def _finite(vals: dict) -> bool:
+    "Are a step's logged values all finite? The step's one read from the device: the update must know before it runs."
+    return bool(torch.isfinite(torch.stack(list(vals.values()))).all())
+
 @patch
 def _micro_batches(self: Run, trace: Trace|None):
     "Forward and backward of `optim.accum_steps` micro-batches; the last loss and logs, and the logs' step averages."
@@ -171,8 +179,7 @@ def _micro_batches(self: Run, trace: Trace|None):
     g = make_generator(mix_seed(cfg.run.seed, 3, S.it, rank()), device)
     S.student.train(); S.optimizer.zero_grad(set_to_none=True)
     accum, ranks, vals = cfg.optim.accum_steps, world_size() if cfg.optim.loss_per_rank else 1, {}
-    if accum > 1:                                                   # one bank update per optimiser step
-        S.pending = torch.zeros(2, S.bank.num_classes, dtype=torch.float64, device=device)
+    begin_bank(S, accum)                                            # one bank update per optimiser step
     for a in range(accum):
         with section(trace, 'data'):
             lb, ub = to_device(next(self.dl_l), device), to_device(next(self.dl_u), device) if self.semi else None
@@ -180,7 +187,7 @@ def _micro_batches(self: Run, trace: Trace|None):
         with S.student.no_sync() if ddp else nullcontext():
             with _autocast(device, cfg.optim.amp): loss, logs = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
             with section(trace, 'backward'): S.scaler.scale(loss / (accum * ranks)).backward()
-        for k, v in dict(logs, loss=loss.detach()).items(): vals[k] = vals.get(k, 0.0) + float(v) / accum
+        for k, v in dict(logs, loss=loss).items(): vals[k] = vals.get(k, 0) + _on_device(v) / accum
         self.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)
     return loss, logs, vals
 
@@ -189,9 +196,7 @@ def _micro_batches(self: Run, trace: Trace|None):
 def _apply_bank(self: Run, trace: Trace|None):
     "The bank update the micro-batches left pending, and the class table's sync over ranks."
     S = self.S
-    if S.pending is not None:
-        apply_pending_bank(S)
-        if trace is not None: trace.record(bank_after=S.bank.conf)
+    if end_bank(S) and trace is not None: trace.record(bank_after=S.bank.conf)
     if S.table is not None and world_size() > 1: S.table.sync()
 
 @patch
@@ -208,7 +213,7 @@ def _update(self: Run, skip: bool):
 @patch
 def _nonfinite(self: Run, vals: dict):
     "A non-finite loss at this step on some rank: raise `Diverged` (`run.on_nonfinite='stop'`), or skip the step."
-    cfg, S = self.cfg, self.S
+    cfg, S, vals = self.cfg, self.S, {k: float(v) for k, v in vals.items()}
     bad = [f"{k} {v}" for k, v in vals.items() if not finite_values({k: v})] or ['on another rank']
     what = f"step {S.it + 1} of {cfg.optim.iters}: non-finite loss ({', '.join(bad)})"
     if cfg.run.on_nonfinite == 'stop':
@@ -223,23 +228,24 @@ def _nonfinite(self: Run, vals: dict):
 
 @patch
 def _accumulate(self: Run, vals: dict):
-    "Add a step's logged values to the sums of the state (none for a skipped step)."
+    "Add a step's logged values to the sums of the state (none for a skipped step), on the device."
     acc = self.S.acc
     if vals: self.skipped_in_a_row = 0
     for k, v in dict(vals, _n=1 if vals else 0, skipped=0 if vals else 1).items(): acc[k] = acc.get(k, 0) + v
 
 @patch
 def _log(self: Run, lr: float):
-    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank, skipped steps)."
+    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank, skipped steps): the sums' one read from the device."
     dt, names, acc = time.time() - self.t0, self.data.info.class_names, self.S.acc
     steps, skipped = acc.pop('_n', 0), acc.pop('skipped', 0)
-    rec = dict(it=self.it, **{k: v / max(steps, 1) for k, v in acc.items()},
+    rec = dict(it=self.it, **{k: float(v) / max(steps, 1) for k, v in acc.items()},
                **(dict(skipped=skipped) if skipped else {}), lr=lr, img_per_s=self.n_img * world_size() / max(dt, 1e-9),
-               conf=[round(float(c), 5) for c in self.S.bank.conf],
+               conf=[round(c, 5) for c in self.S.bank.conf.tolist()],
                peak_mem_gb=[round(m, 3) for m in rank_values(peak_memory_gb(self.device), self.device)])
     self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf', 'peak_mem_gb')}
                    | {f'conf/{n}': c for n, c in zip(names, rec['conf'])}
                    | {'train/peak_mem_gb': max(rec['peak_mem_gb'])})
+    if 'loss' in rec: self.bar.set_postfix(loss=f"{rec['loss']:.3f}")
     self.S.acc, self.t0, self.n_img = {}, time.time(), 0
 
 # %% ../nbs/20_train.ipynb #3cc637e9
