@@ -410,9 +410,9 @@ def make_fixture(layout: str,             # 'camvid', 'cityscapes', 'voc', 'ade2
 
 # %% ../nbs/08_datasets.ipynb #bf39b062
 DATASETS = {'camvid': CamVid, 'cityscapes': Cityscapes, 'voc': VOC, 'ade20k': ADE20K}
-_LAZY = {'synthetic': ('ael_nb.synthetic', 'SyntheticScenes')}
+_LAZY = {'synthetic': ('ael_nb.synthetic', 'SyntheticScenes'), 'folder': ('ael_nb.folder', 'FolderDataset')}
 
-def get_dataset(name: str,          # a key of DATASETS ('synthetic', 'camvid', 'cityscapes', 'voc', 'ade20k')
+def get_dataset(name: str,          # a key of DATASETS ('synthetic', 'camvid', 'cityscapes', 'voc', 'ade20k', 'folder')
                 root=None,          # dataset folder; None: $AEL_<NAME>_ROOT (ignored by datasets that need none)
                 split: str = 'train',
                 **kwargs            # passed to the loader, e.g. extra=True for Cityscapes
