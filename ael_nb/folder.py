@@ -191,7 +191,7 @@ def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
     stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(lab.rglob('*.png'))) if lab.is_dir() else ()
     return _tail(str(root), stamp + ((str(classes['path']), classes['path'].stat().st_mtime_ns),))
 
-# %% ../nbs/08a_folder.ipynb #870c5e67
+# %% ../nbs/08a_folder.ipynb #16dcad75
 class FolderDataset(SegDataset):
     "A folder of one's own images and masks (`ROOT/images`, `ROOT/labels`, `ROOT/classes.yaml`); see the top of this notebook."
     def __init__(self, root=None,          # the folder (None: $AEL_FOLDER_ROOT)
@@ -199,7 +199,9 @@ class FolderDataset(SegDataset):
                  tail=None):               # tail class ids (None: `folder_tail`)
         root = dataset_root('folder', root)
         self.classes = read_classes(root)
-        if tail is None: tail, self.tail_source = folder_tail(root, self.classes)
+        if tail is None:
+            tail, self.tail_source = folder_tail(root, self.classes)
+            if split == 'train' and is_main(): print(f'folder {root}: {self.tail_source}')   # what a run reports as tail, and why
         else: self.tail_source = 'tail classes given'
         info = DatasetInfo('folder', self.classes['names'], self.classes['colors'], tail_classes=list(tail))
         super().__init__(folder_items(root, split), info, root, split)
@@ -258,7 +260,7 @@ def plot_class_histogram(counts, info: DatasetInfo, path=None, title: str = ''):
     if path is not None: Path(path).parent.mkdir(parents=True, exist_ok=True); fig.savefig(path, dpi=100)
     return fig
 
-# %% ../nbs/08a_folder.ipynb #7fa2e4ee
+# %% ../nbs/08a_folder.ipynb #b980edc8
 def _parser():
     p = Parser(prog='ael-data', description='Check a folder dataset (images/, labels/, classes.yaml) before training.')
     sub = p.add_subparsers(dest='cmd', required=True)
@@ -272,7 +274,7 @@ def ael_data(argv=None) -> int:
     a = _parser().parse_args(argv)
     r = check_folder(a.root)
     if r['info'] is not None:
-        print(class_table(r['counts'], r['info']).to_string(index=False)); print(r['tail_source'])
+        print(class_table(r['counts'], r['info']).to_string(index=False))
         plot_class_histogram(r['counts'], r['info'], a.histogram, f'{a.root}: labeled pixels per class (tail hatched)')
         print(f'class histogram: {a.histogram}')
     for line in r['problems']: print(line, file=sys.stderr)
