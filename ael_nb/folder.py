@@ -260,7 +260,7 @@ def plot_class_histogram(counts, info: DatasetInfo, path=None, title: str = ''):
     if path is not None: Path(path).parent.mkdir(parents=True, exist_ok=True); fig.savefig(path, dpi=100)
     return fig
 
-# %% ../nbs/08a_folder.ipynb #b980edc8
+# %% ../nbs/08a_folder.ipynb #46cb0af0
 def _parser():
     p = Parser(prog='ael-data', description='Check a folder dataset (images/, labels/, classes.yaml) before training.')
     sub = p.add_subparsers(dest='cmd', required=True)
@@ -275,7 +275,7 @@ def ael_data(argv=None) -> int:
     r = check_folder(a.root)
     if r['info'] is not None:
         print(class_table(r['counts'], r['info']).to_string(index=False))
-        plot_class_histogram(r['counts'], r['info'], a.histogram, f'{a.root}: labeled pixels per class (tail hatched)')
+        plot_class_histogram(r['counts'], r['info'], a.histogram, f'{Path(a.root).name}: labeled pixels per class (tail hatched)')
         print(f'class histogram: {a.histogram}')
     for line in r['problems']: print(line, file=sys.stderr)
     if r['problems']:
