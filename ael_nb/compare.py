@@ -11,8 +11,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 import yaml
-from .datasets import ADE20K_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO
-from .datasets import get_dataset
+from .datasets import ADE20K_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO, get_dataset
 from .synthetic import SYNTHETIC_INFO
 from .runlog import read_metrics, read_traces
 
