@@ -88,6 +88,8 @@ def test_end_to_end(tmp_path, capsys):
     mask = np.array(Image.open(tmp_path / 'masks/000.png'))
     assert mask.shape == (24, 32, 3) and {tuple(c) for c in mask.reshape(-1, 3)} <= set(COLOURS)
     assert Image.open(tmp_path / 'masks/overlays/000.png').size == (32, 24)
+    assert ael_train(['--preset', 'folder', f'data.root={root}', '--out', str(tmp_path / 'tuned'), f'model.pretrained={out / "best.pth"}',
+                      *TRAIN, 'optim.iters=1']) == 0                   # fine-tuning from that run's weights
     from ael_nb.compare import load_results, table4
     t = table4(load_results(out))
     assert list(t.columns[:3]) == ['c0', 'c1', 'c2'] and 'mean (tail)' in t.columns
