@@ -5,20 +5,25 @@ name the bad file, ranks and all-reduce, devices and precision, atomic writes, s
 
 # %% ../nbs/00_core.ipynb #c565a283
 from __future__ import annotations
-import argparse, os, hashlib, platform, random, sys, tempfile
+import argparse, os, hashlib, importlib, platform, random, sys, tempfile, traceback
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.distributed as dist
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready',
-           'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers',
-           'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name', 'resolve_amp',
-           'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal', 'sha256_file', 'seed_everything',
-           'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index']
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'SYNC_OPS', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'at_least', 'int_list',
+           'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'resolve_device',
+           'average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name',
+           'resolve_amp', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal', 'sha256_file',
+           'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index', 'SyncCount',
+           'count_syncs']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -265,3 +270,56 @@ def other_index(
     if n < 2: return torch.zeros(n, dtype=torch.long, device=device)
     shift = 1 + (draw(n, generator, device) * (n - 1)).long().clamp(max=n - 2)
     return (torch.arange(n, device=device) + shift) % n
+
+# %% ../nbs/00_core.ipynb #d50cdc9b
+SYNC_OPS = {'_local_scalar_dense', 'nonzero', 'unique_dim', '_unique', '_unique2', 'unique_consecutive',
+            'unique_dim_consecutive', 'masked_select', 'equal', 'bincount'}   # aten ops that read values to the host
+_MASK_INDEXED = {'index', 'index_put', 'index_put_', '_index_put_impl_'}     # ... when an index is a bool mask
+_HOST_COPIES = {'tolist', 'numpy', 'cpu'}                                     # Tensor methods that copy to the host
+
+def _sync_op(func, args, kwargs) -> str|None:
+    "The name under which a dispatched aten op counts as a host synchronisation, or None."
+    name = func.overloadpacket.__name__
+    if name in SYNC_OPS: return name
+    if name == 'repeat_interleave' and torch.is_tensor(args[0]) and (kwargs or {}).get('output_size') is None: return name
+    if name in _MASK_INDEXED and any(torch.is_tensor(i) and i.dtype in (torch.bool, torch.uint8) for i in args[1] if i is not None):
+        return f'{name} (bool mask)'
+    return None
+
+# %% ../nbs/00_core.ipynb #785c2555
+def _where(depth: int) -> str:
+    "The innermost `depth` calling lines in `ael_nb` (else the innermost outside torch), innermost first."
+    pkg = Path(importlib.import_module('ael_nb').__file__).resolve().parent
+    frames = [f for f in reversed(traceback.extract_stack()) if '/torch/' not in f.filename
+              and f.name not in ('_where', 'add', '__torch_dispatch__', '__torch_function__')]
+    own = [f for f in frames if Path(f.filename).resolve().parent == pkg]
+    return ' <- '.join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in (own or frames)[:depth])
+
+class SyncCount:
+    "Host synchronisations seen by `count_syncs`: `ops` (name -> count) and `sites` ((name, where) -> count)."
+    def __init__(self, depth: int = 2): self.ops, self.sites, self.depth = Counter(), Counter(), depth
+    def add(self, name: str): self.ops[name] += 1; self.sites[(name, _where(self.depth))] += 1
+    @property
+    def total(self) -> int: return sum(self.ops.values())
+    def __repr__(self):
+        lines = [f"{n:3d} {op:24s} {where}" for (op, where), n in self.sites.most_common()]
+        return '\n'.join([f"{self.total} host synchronisations:"] + lines)
+
+class _SyncOps(TorchDispatchMode):
+    def __init__(self, count): super().__init__(); self.count = count
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if (name := _sync_op(func, args, kwargs)) is not None: self.count.add(name)
+        return func(*args, **(kwargs or {}))
+
+class _HostCopies(TorchFunctionMode):
+    def __init__(self, count): super().__init__(); self.count = count
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if (name := getattr(func, '__name__', '')) in _HOST_COPIES: self.count.add(f'{name} (to host)')
+        return func(*args, **(kwargs or {}))
+
+@contextmanager
+def count_syncs(depth: int = 2,  # calling lines kept per site
+               ):                # yields a `SyncCount`, filled as the enclosed code runs
+    "Count the host synchronisations of the enclosed code (forward and backward), by op and by calling line."
+    count = SyncCount(depth)
+    with _HostCopies(count), _SyncOps(count): yield count
