@@ -23,7 +23,7 @@ __all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'SYNC_OPS', 'DatasetInfo', 'DataError
            'average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name',
            'resolve_amp', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal', 'sha256_file',
            'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index', 'SyncCount',
-           'count_syncs']
+           'count_syncs', 'check_indices']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -323,3 +323,11 @@ def count_syncs(depth: int = 2,  # calling lines kept per site
     "Count the host synchronisations of the enclosed code (forward and backward), by op and by calling line."
     count = SyncCount(depth)
     with _HostCopies(count), _SyncOps(count): yield count
+
+# %% ../nbs/00_core.ipynb #9792f575
+def check_indices(x: torch.Tensor,  # integer tensor of indices into something of length `n`
+                  n: int,           # valid indices are 0..n-1
+                  message: str,     # the error, e.g. "labels outside 0..18"
+                 ):
+    "Fail with `message` where an entry of `x` lies outside 0..n-1, without reading `x` to the host (see above)."
+    torch._assert_async(((x >= 0) & (x < n)).all(), message)

@@ -1,0 +1,43 @@
+"""Host synchronisations of one training step (`ael_nb.core.count_syncs`), held to a fixed number per method.
+Each one stalls a GPU until its queue drains; the step proper is counted (its batches are rendered beforehand,
+as a GPU run's loader workers do), on a step that writes no log line. A failure prints where each sync came from."""
+import pytest
+import torch
+from ael_nb.config import get_config
+from ael_nb.core import count_syncs
+from ael_nb.plan import TINY
+from ael_nb.train import setup
+
+# What remains, per method, and why it cannot go (each site is named in the breakdown a failure prints):
+# - every method: `agree` (faults) reads whether the loss is finite and whether a stop signal came, to decide
+#   the update: one bool a step, by design; the progress bar and `_micro_batches` read the loss (train.py).
+# - ACM (AEL, CutMix with adaptive CutMix): `component_ids` iterates until its labels stop changing
+#   (`torch.equal`, a few times a step), and `AcmSources` copies the next draw to the host to load those images.
+# - FixMatch, UniMatch: `strong_view` reads its uniforms to choose each image's photometric ops (torchvision's
+#   functional ops take Python numbers).
+LIMITS = {'ael': 18, 'cutmix': 8, 'fixmatch': 9, 'unimatch': 11}
+OVERRIDES = {'ael': ['method.name=ael'], 'cutmix': ['method.name=cutmix'],
+             'fixmatch': ['method.name=fixmatch'], 'unimatch': ['method.name=unimatch']}
+
+def step_syncs(method: str, out) -> 'SyncCount':
+    "The host synchronisations of the second step of a tiny run of `method` (the first fills ACM's queue)."
+    torch.set_num_threads(1)
+    cfg = get_config('cpu', overrides=TINY + OVERRIDES[method] + ['optim.iters=3', 'run.log_interval=100',
+                                                                   f'run.out={out}'])
+    with setup(cfg) as run:
+        run.step()
+        lb, ub = next(run.dl_l), next(run.dl_u)                        # rendered outside the count
+        run.dl_l, run.dl_u = iter([lb]), iter([ub])
+        with count_syncs(depth=3) as n: run.step()
+    return n
+
+@pytest.mark.parametrize('method', LIMITS)
+def test_step_syncs(tmp_path, method):
+    n = step_syncs(method, tmp_path)
+    print(f"{method}: {n}")
+    assert n.total <= LIMITS[method], f"{method}: {n}"
+
+if __name__ == '__main__':                                             # the breakdown of every method
+    import tempfile
+    for m in LIMITS:
+        with tempfile.TemporaryDirectory() as d: print(f"{m}: {step_syncs(m, d)}\n")
