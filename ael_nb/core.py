@@ -18,12 +18,12 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'SYNC_OPS', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'at_least', 'int_list',
-           'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'resolve_device',
-           'average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name',
-           'resolve_amp', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal', 'sha256_file',
-           'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index', 'SyncCount',
-           'count_syncs', 'check_indices']
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERMINISTIC_CUDA', 'DatasetInfo', 'DataError', 'Parser', 'arg_type',
+           'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max',
+           'resolve_device', 'average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported',
+           'device_name', 'resolve_amp', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal',
+           'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index',
+           'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -331,3 +331,45 @@ def check_indices(x: torch.Tensor,  # integer tensor of indices into something o
                  ):
     "Fail with `message` where an entry of `x` lies outside 0..n-1, without reading `x` to the host (see above)."
     torch._assert_async(((x >= 0) & (x < n)).all(), message)
+
+# %% ../nbs/00_core.ipynb #ff931d48
+def set_deterministic(on: bool,                 # `run.deterministic`
+                      benchmark: bool = False,  # `run.cudnn_benchmark` (refused with `on`: autotuning picks per run)
+                     ):
+    "Same seed and settings, same numbers on the same GPU type and software (`on`), or PyTorch's fast defaults."
+    if on and benchmark: raise ValueError("run.deterministic=true needs run.cudnn_benchmark=false: the autotuner's "
+                                          "choice of algorithm differs from run to run")
+    if on: os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
+    torch.use_deterministic_algorithms(on)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = on, benchmark
+
+# %% ../nbs/00_core.ipynb #68d3f23a
+_always = lambda args, kwargs: True
+NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); torch 2.14's list, backward ops for "differentiate"
+    **dict.fromkeys(['avg_pool3d_backward', '_adaptive_avg_pool2d_backward', '_adaptive_avg_pool3d_backward',
+                     'adaptive_max_pool2d_backward', 'fractional_max_pool2d_backward', 'fractional_max_pool3d_backward',
+                     'max_unpool2d', 'max_unpool3d', 'upsample_linear1d_backward', 'upsample_bilinear2d_backward',
+                     'upsample_bicubic2d_backward', 'upsample_trilinear3d_backward', 'reflection_pad1d_backward',
+                     'reflection_pad2d_backward', 'reflection_pad3d_backward', '_ctc_loss_backward', 'histc',
+                     'grid_sampler_2d_backward', 'grid_sampler_3d_backward'], _always),
+    'nll_loss_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,     # NLLLoss: 'none' is fine
+    'nll_loss2d_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,
+    '_embedding_bag_backward': lambda a, k: True, 'put_': lambda a, k: True,
+    'bincount': lambda a, k: (a[1] if len(a) > 1 else k.get('weights')) is not None,
+    'median': lambda a, k: len(a) > 1 or 'dim' in k,                                             # with indices
+    'scatter_reduce': lambda a, k: (a[4] if len(a) > 4 else k.get('reduce')) == 'prod',
+}
+
+class _OpRecorder(TorchDispatchMode):
+    def __init__(self, found): super().__init__(); self.found = found
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name, kwargs = func.overloadpacket.__name__, kwargs or {}
+        if name not in NONDETERMINISTIC_CUDA: name = name.rstrip('_')       # in place: as the op
+        if name in NONDETERMINISTIC_CUDA and NONDETERMINISTIC_CUDA[name](args, kwargs): self.found[name] += 1
+        return func(*args, **kwargs)
+
+@contextmanager
+def cuda_nondeterministic_ops():    # yields a Counter: op name -> calls, filled as the enclosed code runs
+    "Record the ops of the enclosed code (forward and backward) that have no deterministic CUDA kernel."
+    found = Counter()
+    with _OpRecorder(found): yield found
