@@ -643,7 +643,8 @@ DIFFERENCES = (
        "the paper's: set `optim.weight_decay=1e-4` for their file's", "their file's value"),
     _D('reproducible GPU runs', ('run.deterministic', 'run.cudnn_benchmark'), 'not said',
        'cuDNN autotuning, no seeding of the GPU: two runs of one command differ', 'autotuning off; every draw seeded; '
-       '`run.deterministic=true`: deterministic kernels, the same weights run after run on one GPU type (`21_faults`)'),
+       '`run.deterministic=true`: deterministic kernels, the same weights run after run on one GPU type (`21_faults`)',
+       "the kit's seeding; autotuning with `run.cudnn_benchmark=true`"),
     _D('VOC learning rate', ('optim.lr',), '0.001', '0.01 in their experiments/pascal_4/config.yaml',
        "the paper's: set `optim.lr=0.01` for their file's", "their file's value"),
 )
