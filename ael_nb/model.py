@@ -7,6 +7,7 @@ an optional auxiliary FCN head, ImageNet weights (torchvision's, or the authors'
 from __future__ import annotations
 import re, warnings
 from contextlib import contextmanager, nullcontext
+from functools import lru_cache
 from pathlib import Path
 import torch
 from torch import nn
@@ -92,16 +93,16 @@ class ASPP(nn.Module):
         return self.project(torch.cat([b(x) for b in self.branches] + [pooled], 1))
 
 # %% ../nbs/05_model.ipynb #98d3f395
+@lru_cache(maxsize=64)
 def interp_matrix(n_in: int, n_out: int,  # input and output length
                   device=None, dtype=torch.float32,
-                 ) -> torch.Tensor:       # [n_out, n_in], each row two weights summing to 1
+                 ) -> torch.Tensor:       # [n_out, n_in], each row two weights summing to 1 (cached: do not modify)
     "The weights of 1-D linear interpolation from `n_in` to `n_out` samples, as `F.interpolate(..., align_corners=False)`."
-    src = ((torch.arange(n_out, dtype=torch.float64) + 0.5) * (n_in / n_out) - 0.5).clamp_min(0)
+    src = ((torch.arange(n_out, dtype=torch.float64, device=device) + 0.5) * (n_in / n_out) - 0.5).clamp_min(0)
     i0 = src.floor().long().clamp(max=n_in - 1)
-    w1 = src - i0
-    rows = torch.arange(n_out)
-    A = torch.zeros(n_out, n_in, dtype=torch.float64).index_put_((rows, i0), 1 - w1, accumulate=True)
-    return A.index_put_((rows, (i0 + 1).clamp(max=n_in - 1)), w1, accumulate=True).to(device, dtype)
+    w1, rows = src - i0, torch.arange(n_out, device=device)
+    A = torch.zeros(n_out, n_in, dtype=torch.float64, device=device).index_put_((rows, i0), 1 - w1, accumulate=True)
+    return A.index_put_((rows, (i0 + 1).clamp(max=n_in - 1)), w1, accumulate=True).to(dtype)
 
 def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
                     size,              # (h, w) of the result
