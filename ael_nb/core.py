@@ -351,10 +351,10 @@ NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); 
                      'max_unpool2d', 'max_unpool3d', 'upsample_linear1d_backward', 'upsample_bilinear2d_backward',
                      'upsample_bicubic2d_backward', 'upsample_trilinear3d_backward', 'reflection_pad1d_backward',
                      'reflection_pad2d_backward', 'reflection_pad3d_backward', '_ctc_loss_backward', 'histc',
-                     'grid_sampler_2d_backward', 'grid_sampler_3d_backward'], _always),
+                     'grid_sampler_2d_backward', 'grid_sampler_3d_backward', 'put_',
+                     '_embedding_bag_backward'], _always),                   # EmbeddingBag: mode='max' only, listed whole
     'nll_loss_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,     # NLLLoss: 'none' is fine
     'nll_loss2d_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,
-    '_embedding_bag_backward': lambda a, k: True, 'put_': lambda a, k: True,
     'bincount': lambda a, k: (a[1] if len(a) > 1 else k.get('weights')) is not None,
     'median': lambda a, k: len(a) > 1 or 'dim' in k,                                             # with indices
     'scatter_reduce': lambda a, k: (a[4] if len(a) > 4 else k.get('reduce')) == 'prod',

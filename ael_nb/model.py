@@ -112,7 +112,7 @@ def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
     if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
     (H, W), (h, w) = x.shape[-2:], size
     y = x @ interp_matrix(W, w, x.device, x.dtype).T                                    # [B,C,H,w]
-    return (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
+    return (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2).contiguous()
 
 # %% ../nbs/05_model.ipynb #74508523
 @contextmanager
