@@ -111,8 +111,10 @@ def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
     "Bilinear resizing (`align_corners=False`); `deterministic`: as products with `interp_matrix`, whose CUDA backward is deterministic."
     if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
     (H, W), (h, w) = x.shape[-2:], size
+    nhwc = x.is_contiguous(memory_format=torch.channels_last)                            # `model.channels_last`
     y = x @ interp_matrix(W, w, x.device, x.dtype).T                                    # [B,C,H,w]
-    return (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2).contiguous()
+    y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
+    return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)   # as `F.interpolate` lays it out
 
 # %% ../nbs/05_model.ipynb #74508523
 @contextmanager

@@ -8,17 +8,16 @@ from ael_nb.core import count_syncs
 from ael_nb.plan import TINY
 from ael_nb.train import setup
 
-# What remains, per method, and why (a failure prints each site):
-# - train.py reads every logged value (`float(v)` in `_micro_batches`) and the loss for the progress bar, every step:
-#   3 to 6 reads a step (issue 30 moves them to one read per log interval).
-# - AEL (ACM on): `AcmSources.submit` copies the next step's draw (classes, probabilities, image indices, seeds: 4
-#   tensors) to the host, which must load those images; `component_ids` iterates until its labels stop changing
+# What remains, per method, and why each cannot go (a failure prints each site):
+# - every method, 1: the trainer reads whether the step's loss is finite (`Run._finite`), because a non-finite loss
+#   must stop the run or skip the update before the optimiser touches the weights (`21_faults`).
+# - AEL (ACM on), 6 more: `AcmSources.submit` copies the next step's draw (classes, probabilities, image indices,
+#   seeds: 4 tensors) to the host, which loads those images; `component_ids` iterates until its labels stop changing
 #   (`torch.equal`, one read per iteration, 1 here); Copy-Paste reads how many images get a paste, which decides how
-#   many random numbers the jitter draws (`12_copy_paste`).
-# - FixMatch, UniMatch: `strong_view` reads its uniforms to choose each image's photometric ops (torchvision's
-#   functional ops take Python numbers), once per strong view.
-# - CutMix: nothing of its own.
-LIMITS = {'ael': 12, 'cutmix': 4, 'fixmatch': 6, 'unimatch': 9}
+#   many random numbers the jitter draws and so every later draw (`12_copy_paste`).
+# - FixMatch 1 more, UniMatch 2 more: `strong_view` reads its uniforms to choose each image's photometric ops
+#   (torchvision's functional ops take Python numbers), once per strong view.
+LIMITS = {'ael': 7, 'cutmix': 1, 'fixmatch': 2, 'unimatch': 3}
 OVERRIDES = {'ael': ['method.name=ael'], 'cutmix': ['method.name=cutmix'],
              'fixmatch': ['method.name=fixmatch'], 'unimatch': ['method.name=unimatch']}
 
@@ -29,8 +28,8 @@ def step_syncs(method: str, out) -> 'SyncCount':
                                                                    f'run.out={out}'])
     with setup(cfg) as run:
         run.step()
-        lb, ub = next(run.dl_l), next(run.dl_u)                        # rendered outside the count
-        run.dl_l, run.dl_u = iter([lb]), iter([ub])
+        lb, ub = next(run.loaders.labeled), next(run.loaders.unlabeled)   # rendered outside the count
+        run.loaders.labeled, run.loaders.unlabeled = iter([lb]), iter([ub])
         with count_syncs(depth=3) as n: run.step()
     return n
 
