@@ -181,6 +181,7 @@ class RunConfig:
     max_skipped: int = 10                   # with on_nonfinite='skip': consecutive skipped steps before the run stops as diverged
     overwrite: bool = False                 # replace another run's results in `out` (else a non-empty `out` is refused unless `resume`)
     cudnn_benchmark: bool = False           # CUDA: cuDNN times each convolution's algorithms once, keeps the fastest
+    deterministic: bool = False             # GPU: the same seed and settings give the same weights on the same GPU type and software (`ael_nb.core.set_deterministic`); the CPU always does
 
 # %% ../nbs/14_config.ipynb #22dd97e3
 @dataclass
@@ -706,6 +707,10 @@ DIFFERENCES = (
     _D('Cityscapes weight decay', ('optim.weight_decay',), '0.0005',
        '0.0001 in their experiments/cityscapes_2/config.yaml',
        "the paper's: set `optim.weight_decay=1e-4` for their file's", "their file's value"),
+    _D('reproducible GPU runs', ('run.deterministic', 'run.cudnn_benchmark'), 'not said',
+       'cuDNN autotuning, no seeding of the GPU: two runs of one command differ', 'autotuning off; every draw seeded; '
+       '`run.deterministic=true`: deterministic kernels, the same weights run after run on one GPU type (`21_faults`)',
+       "the kit's seeding; autotuning with `run.cudnn_benchmark=true`"),
     _D('VOC learning rate', ('optim.lr',), '0.001', '0.01 in their experiments/pascal_4/config.yaml',
        "the paper's: set `optim.lr=0.01` for their file's", "their file's value"),
 )
