@@ -143,6 +143,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'ael_nb.core.rank': ('core.html#rank', 'ael_nb/core.py'),
                              'ael_nb.core.rank_values': ('core.html#rank_values', 'ael_nb/core.py'),
                              'ael_nb.core.resolve_amp': ('core.html#resolve_amp', 'ael_nb/core.py'),
+                             'ael_nb.core.resolve_channels_last': ('core.html#resolve_channels_last', 'ael_nb/core.py'),
                              'ael_nb.core.resolve_device': ('core.html#resolve_device', 'ael_nb/core.py'),
                              'ael_nb.core.rng_state': ('core.html#rng_state', 'ael_nb/core.py'),
                              'ael_nb.core.seal': ('core.html#seal', 'ael_nb/core.py'),
