@@ -1,11 +1,12 @@
 """Bring a GPU session's reports (the files `bench/paper_scale_gpu.sh` leaves in its OUT folder) into bench/results, named
 by device and date, each with a provenance line: device, torch, project commit, how it was measured.
 
-    python bench/fold_gpu.py OUT --device h200 --date 2026-11-28 --commit fe6d021 \\
+    python bench/fold_gpu.py A [B ...] --device h200 --date 2026-11-28 --commit fe6d021 \\
         --how 'bench/paper_scale_gpu.sh on one lent H200, run from a copy of the tree' [--note '...']
 
-  OUT/paper_scale.json   -> results/paper_scale_cuda_<device>_<date>.{json,md}   (26_arithmetic reads the json)
-  OUT/floor_cuda_X.json  -> results/floor_cuda_<device>_X_<date>.{json,md}       (bench/floor.py's report)
+  A/paper_scale.json, B/...  -> results/paper_scale_cuda_<device>_<date>.{json,md}  (the stages' parts in one report;
+                                                                                   26_arithmetic reads the json)
+  A/floor_cuda_X.json        -> results/floor_cuda_<device>_X_<date>.{json,md}      (bench/floor.py's report)
 The markdown is rendered again from the json by the scripts' own `markdown` (the command line from the report's .md)."""
 import argparse, json, sys
 from pathlib import Path
@@ -28,32 +29,43 @@ def command_of(md_path: Path) -> str:
     return next((l.strip('`') for l in lines if l.startswith('`') and l.endswith('`')), 'not recorded')
 
 
+def merged(reports: list[dict]) -> dict:
+    "The paper_scale.json of several stages as one: the parts of each, the first one's machine, every start, the sum of times."
+    res = dict(reports[0])
+    for r in reports[1:]:
+        res.update({k: v for k, v in r.items() if k not in ('device', 'torch', 'started', 'args', 'total_s')})
+    res['started'] = ', '.join(r['started'] for r in reports)
+    res['total_s'] = round(sum(r.get('total_s', 0) for r in reports), 1)
+    if len(reports) > 1: res['args'] = [r.get('args', {}) for r in reports]
+    return res
+
+
 def fold(a) -> list[Path]:
-    src, out, written = Path(a.src), Path(a.results), []
+    srcs, out, written = [Path(s) for s in a.src], Path(a.results), []
     def write(name: str, res: dict, md: str):
         res = dict(provenance=provenance(a, res), **({'notes': a.note} if a.note else {}), **res)
         head = f"Provenance: {res['provenance']}.\n\n" + ''.join(f"Note: {n}\n\n" for n in a.note)
         (out / f'{name}.json').write_text(json.dumps(res, indent=1) + '\n')
         (out / f'{name}.md').write_text(head + md)
         written.extend([out / f'{name}.json', out / f'{name}.md'])
-    ps = src / 'paper_scale.json'
-    if ps.is_file():
-        res = json.loads(ps.read_text())
-        res.pop('runs', None); res.get('args', {}).pop('out', None)      # the session's own temporary paths
+    reports = [json.loads((s / 'paper_scale.json').read_text()) for s in srcs if (s / 'paper_scale.json').is_file()]
+    for r in reports: r.pop('runs', None); r.get('args', {}).pop('out', None)   # the session's own temporary paths
+    if reports:
+        res = merged(reports)
         write(f'paper_scale_cuda_{a.device}_{a.date}', res, paper_scale.markdown(res))
-    for f in sorted(src.glob('floor_cuda_*.json')):
+    for f in sorted(f for s in srcs for f in s.glob('floor_cuda_*.json')):
         res = json.loads(f.read_text())
         part = f.stem[len('floor_cuda_'):]
         res['tag'] = f'cuda_{a.device}_{part}'
         write(f'floor_cuda_{a.device}_{part}_{a.date}', res, floor.markdown(res, command_of(f.with_suffix('.md'))))
-    if not written: raise SystemExit(f"fold_gpu: {src} holds no paper_scale.json and no floor_cuda_*.json")
+    if not written: raise SystemExit(f"fold_gpu: {', '.join(map(str, srcs))}: no paper_scale.json and no floor_cuda_*.json")
     return written
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('src', help="the GPU session's OUT folder (unpacked paper_scale_results.tgz)")
+    p.add_argument('src', nargs='+', help="the GPU session's stages: each an unpacked paper_scale_<stage>.tgz")
     p.add_argument('--device', required=True, help='short GPU name for the file names, e.g. h200')
     p.add_argument('--date', required=True, help='day of the measurement, YYYY-MM-DD')
     p.add_argument('--commit', required=True, help='project commit that was measured')

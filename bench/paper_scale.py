@@ -322,7 +322,7 @@ def markdown(res: dict) -> str:
         L.append('')
     if 'signals' in res:
         x = res['signals']; ref = x.get('reference', {})
-        L += ['## Signals and resume', '', f"run.deterministic: {x.get('deterministic')}" + (f" ({x['note']})" if x.get('note') else '')
+        L += ['## Signals and resume', '', f"run.deterministic: {x.get('deterministic', 'not in the measured code')}" + (f" ({x['note']})" if x.get('note') else '')
               + f"; expected exit status {x.get('expected_rc')}; every run resumed to step "
               f"{x.get('resume_to')}, compared with one uninterrupted run to that step (rc {ref.get('rc')}, step {ref.get('it')}, "
               f"weights {ref.get('weights')})", '',
