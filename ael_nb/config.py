@@ -18,7 +18,7 @@ from .core import DataError, atomic_write_text
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
            'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
            'framework', 'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k',
-           'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
+           'cpu', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
            'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes', 'Difference',
            'preset_values', 'differences_table']
 
@@ -26,7 +26,7 @@ __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WH
 @dataclass
 class DataConfig:
     "Where the images come from and how one training batch is built."
-    dataset: str = 'cityscapes'             # a name in `ael_nb.datasets.DATASETS` ('synthetic' needs no files)
+    dataset: str = 'cityscapes'             # a name in `ael_nb.datasets.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
     root: str|None = None                   # dataset root folder (None: the dataset's default / not needed)
     manifest: str|None = None               # labeled/unlabeled split file (`ael_nb.manifests`); None: draw `fraction`
     fraction: float = 1/16                  # labeled fraction drawn with `run.seed` when no manifest is given
@@ -349,6 +349,20 @@ def cpu() -> Config:
     return c
 
 PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu)
+
+# %% ../nbs/14_config.ipynb #14d000c4
+def folder() -> Config:
+    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): the `cpu` network and method on random crops, 2000 steps."
+    c = cpu(); c.preset = 'folder'
+    c.data.dataset, c.data.fraction = 'folder', 1.0   # every label file is used; images without one are unlabeled
+    c.data.crop_size, c.data.scale = (256, 256), (0.5, 2.0)   # images of any size: random-resized crops
+    c.optim.iters = 2000
+    c.method.tau = 1 - 1 / 111              # the paper's time constant (1000 of 18k steps) as the same fraction of 2000 steps
+    c.method.alpha_rampup = 1000            # half the run, as `cpu`: from scratch the teacher learns rare classes first
+    c.eval.interval, c.run.out, c.run.trace_interval = 500, 'runs/folder', 100
+    return c
+
+PRESETS['folder'] = folder
 
 # %% ../nbs/14_config.ipynb #0337b3aa
 def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
