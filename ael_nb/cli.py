@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
-                           valid_keys, to_dict, flat_items)
+                           valid_keys, to_dict, flat_items, read_yaml)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
@@ -176,7 +176,7 @@ def find_reference(run_dir,       # a finished run directory (config.yaml, summa
     "A stored supervised `bench/grid.py` cell at this run's setting, split and seed (same device, then same precision preferred), or None."
     run_dir = Path(run_dir)
     results = Path(results) if results is not None else Path(__file__).resolve().parents[1] / 'bench' / 'results'
-    cfg, s = yaml.safe_load((run_dir / 'config.yaml').read_text()), json.loads((run_dir / 'summary.json').read_text())
+    cfg, s = read_yaml(run_dir / 'config.yaml'), json.loads((run_dir / 'summary.json').read_text())
     want, found = setting_of(cfg), []
     for p in sorted(results.glob(f"*/supervised__*__s{cfg['run']['seed']}.json")):
         d = json.loads(p.read_text())

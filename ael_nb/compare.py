@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 import pandas as pd
 import torch
-import yaml
+from .config import read_yaml
 from .datasets import ADE20K_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO, get_dataset
 from .synthetic import SYNTHETIC_INFO
 from .runlog import read_metrics, read_traces
@@ -38,7 +38,7 @@ def read_result(path,              # a run directory or a `bench/grid.py` cell J
     p = Path(path)
     if p.is_dir():
         if not (p/'config.yaml').is_file(): raise FileNotFoundError(f"{p}: not a run directory (no config.yaml)")
-        cfg = yaml.safe_load((p/'config.yaml').read_text())
+        cfg = read_yaml(p/'config.yaml')
         evals = [r['eval'] for r in read_metrics(p) if 'eval' in r]
         if not evals: raise ValueError(f"{p/'metrics.jsonl'}: no evaluation record")
         metrics, method, seed, dataset = evals[-1], cfg['method']['name'], cfg['run']['seed'], cfg['data']['dataset']
@@ -172,7 +172,7 @@ def loss_classes(sources: dict,      # label -> a run directory with stored trac
         for run in [runs] if isinstance(runs, (str, Path)) else runs:
             run = Path(run)
             if not (run/'config.yaml').is_file(): raise FileNotFoundError(f"{run}: not a run directory (no config.yaml)")
-            cfg = yaml.safe_load((run/'config.yaml').read_text())
+            cfg = read_yaml(run/'config.yaml')
             info = run_info(cfg['data']['dataset'], cfg['data'].get('root'), run/'config.yaml'); n = info.num_classes
             traces = [t for t in read_traces(run) if t['it'] >= from_step and 'y_hat' in t]
             if not traces: raise ValueError(f"{run/'traces'}: no trace with a pseudo-label (y_hat) from step {from_step} on")

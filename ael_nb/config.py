@@ -19,8 +19,8 @@ __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WH
            'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
            'framework', 'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k',
            'cpu', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
-           'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes', 'Difference',
-           'preset_values', 'differences_table']
+           'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
+           'Difference', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -517,6 +517,29 @@ def get_preset(name: str) -> Config:
     "The named preset, `resolved` and validated: a fresh copy a run can use as it is."
     return validate(resolved(asked_preset(name)))
 
+# %% ../nbs/14_config.ipynb #5c22ff3d
+def _yaml_keys(node, path: str = ''):
+    "(dotted key, line) of every key in a YAML mapping node and the mappings nested in it, named as `flat_items` names them."
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode): continue
+        name = f"{path}{k.value}"
+        yield name, k.start_mark.line + 1
+        if isinstance(v, yaml.MappingNode): yield from _yaml_keys(v, name + '.')
+
+def read_yaml(path):
+    "The YAML document in the file `path`; a DataError naming the file for bad YAML, bytes that are not text, or a key set twice."
+    p = Path(path)
+    try: text = p.read_text(); node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        at = getattr(e, 'problem_mark', None)
+        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
+    except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
+    seen = {}
+    for name, line in _yaml_keys(node) if isinstance(node, yaml.MappingNode) else ():
+        if name in seen: raise DataError(p, f"{name} is set twice, at lines {seen[name]} and {line}: keep one")
+        seen[name] = line
+    return yaml.safe_load(text)
+
 # %% ../nbs/14_config.ipynb #aea5132c
 def save_config(cfg: Config, path) -> Path:
     "Write the resolved configuration as YAML."
@@ -527,11 +550,7 @@ def load_config(path, base: Config|None = None) -> Config:
     p = Path(path)
     if not p.is_file():
         raise DataError(p, 'configuration file not found')
-    try: d = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        at = getattr(e, 'problem_mark', None)
-        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
-    except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
+    d = read_yaml(p) or {}
     if not isinstance(d, dict): raise DataError(p, f"a configuration file must hold a mapping, got {type(d).__name__}")
     try: return from_dict(d, base)
     except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: still a KeyError, now naming the file
@@ -643,9 +662,13 @@ DIFFERENCES = (
        'before: ACP, ACM and AES of a step read one Conf, however the step is cut into micro-batches'),
     _D('AES: keep draw', ('method.aes_draw',), 'Eq. 9, per pixel', 'one random map per class, shared by the batch',
        'per pixel: independent decisions, as Eq. 9 reads'),
+    _D('AES when every class has Conf = 1', (), 'Eq. 8: 0 / 0', 'rates 0 / 0 = NaN: keeps no pixel',
+       'rates 1: keeps every pixel (no class lags, nothing to equalise)', 'the unsupervised loss of such a step'),
     _D('unsupervised loss normalisation', ('method.unsup_per_image',), 'Eq. 11, per image', 'over the batch', 'Eq. 11'),
     _D('Eq. 11 denominator', ('method.unsup_denominator',), 'pixels with a target',
        'every pixel, those below the pseudo-label threshold (VOC 0.7) included', 'pixels with a target'),
+    _D('OHEM, every label of the batch ignored', (), '-', 'mean cross-entropy over no pixel: NaN, which poisons the update',
+       '0, with a zero gradient: no labeled pixel, nothing to learn', 'the supervised loss of such a batch'),
     _D('Copy-Paste sampling', ('method.cp_sqrt',), 'Eq. 7, softmax(1 - Conf)', 'softmax(sqrt(1 - Conf))', 'Eq. 7'),
     _D('Copy-Paste classes', ('method.cp_choice',), 'K classes pasted',
        'K draws with replacement over all classes, once per batch (a review counted 0.62 classes pasted on Cityscapes)',

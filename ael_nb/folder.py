@@ -10,9 +10,9 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 import numpy as np
 import torch
-import yaml
 from PIL import Image
 from .core import IGNORE_INDEX, DatasetInfo, DataError, Parser, is_main
+from .config import read_yaml
 from .datasets import IMAGE_EXTS, SegDataset, dataset_root, image_files, make_lut, read_label, require_samples, voc_palette, _ranges
 
 # %% auto #0
@@ -53,8 +53,7 @@ def _color(v, where, what) -> tuple:
 def read_classes(root) -> dict:
     "Names, colours, ignore value, ignore colour and tail names (None: not given) of a folder dataset's classes file."
     path = classes_file(root)
-    try: d = _csv_classes(path) if path.suffix == '.csv' else yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e: raise DataError(path, f'not valid YAML: {getattr(e, "problem", None) or e}') from None
+    d = _csv_classes(path) if path.suffix == '.csv' else read_yaml(path)   # bad YAML or a key set twice: DataError
     if not isinstance(d, dict) or not isinstance(d.get('classes'), list) or not d['classes']:
         raise DataError(path, 'expected a mapping with a non-empty list "classes" (a name, or {name, color} per class id 0, 1, ...)')
     unknown = sorted(set(d) - {'classes', 'ignore', 'ignore_color', 'tail'})

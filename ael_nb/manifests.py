@@ -424,12 +424,15 @@ def _parser():
 def _write(m: Manifest, out, force: bool) -> str:
     out = Path(out); path = out if out.suffix == '.json' else out/m.dataset/f'{m.name}.json'
     if path.is_file():
-        old = load_manifest(path)
-        if (old.dataset, old.split) != (m.dataset, m.split):
-            raise DataError(path, f'holds a {old.dataset} {old.split!r} manifest, not {m.dataset} {m.split!r}; choose another --name or --out '
-                                  '(--force only replaces a manifest of the same dataset and split)')
-        if manifest_hash(old) == manifest_hash(m): return f'unchanged {path}'   # same ids; provenance may differ
-        if not force: raise DataError(path, f'exists with different content (hash {manifest_hash(old)} vs new {manifest_hash(m)}); use --force')
+        try: old = load_manifest(path)
+        except DataError as e:                                          # the file in the way is broken, not the new manifest
+            if not force: raise DataError(path, f'the existing file is not a readable manifest ({e.problem}); --force replaces it') from None
+        else:
+            if (old.dataset, old.split) != (m.dataset, m.split):
+                raise DataError(path, f'holds a {old.dataset} {old.split!r} manifest, not {m.dataset} {m.split!r}; choose another --name or --out '
+                                      '(--force only replaces a manifest of the same dataset and split)')
+            if manifest_hash(old) == manifest_hash(m): return f'unchanged {path}'   # same ids; provenance may differ
+            if not force: raise DataError(path, f'exists with different content (hash {manifest_hash(old)} vs new {manifest_hash(m)}); use --force')
     save_manifest(m, path)
     return f'wrote {path}'
 

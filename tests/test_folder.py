@@ -39,11 +39,14 @@ def _orphan(r):
 def _colour(r):
     rgb = np.array(COLOURS, np.uint8)[np.zeros((24, 32), int)]; rgb[0, :5] = (12, 200, 7)
     Image.fromarray(rgb).save(r / 'labels/town0/002.png'); return 'labels/town0/002.png', 'colours (12, 200, 7) (5 px) are no class colour of classes.yaml'
+def _twice(r):                   # YAML would keep the second list silently
+    with open(r / 'classes.yaml', 'a') as f: f.write('classes: [a, b, c]\n')
+    return 'classes.yaml', 'classes is set twice, at lines 1 and 5'
 def _empty(r):
     (r / 'images/town1/003.jpg').write_bytes(b''); return 'images/town1/003.jpg', 'empty file'
 
 BAD = dict(wrong_values=_wrong_values, size_mismatch=_size, missing_classes_file=_no_classes, label_without_image=_orphan,
-           rgb_unknown_colour=_colour, empty_image=_empty)
+           rgb_unknown_colour=_colour, empty_image=_empty, key_set_twice=_twice)
 
 
 @pytest.mark.parametrize('case', BAD)
