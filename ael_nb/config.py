@@ -57,7 +57,7 @@ class ModelConfig:
     dropout: float = 0.1                    # dropout before the classifier
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
     checkpointing: bool = False             # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward per step)
-    channels_last: bool = False             # NHWC memory format (oneDNN's bf16 convolutions on the CPU run faster; same numbers up to rounding)
+    channels_last: bool|Literal['auto'] = False  # NHWC memory format (faster convolutions; same numbers up to rounding, dropout masks aside); auto: on CUDA, and on a CPU under bf16 (`ael_nb.core.resolve_channels_last`)
     compile: bool = False                   # torch.compile student and teacher (CPU: 1.18x, too late to pay)
 
 @dataclass
@@ -303,6 +303,7 @@ def _imagenet(c: Config) -> Config:
     "Paper presets start from torchvision's ImageNet ResNet, which has the 7x7 stem (see `ael_nb.model.load_pretrained`)."
     # the authors' deep stem instead: model.deep_stem=true model.pretrained=PATH of their 'resnet101c' file
     c.model.deep_stem, c.model.pretrained = False, 'imagenet'
+    c.optim.amp, c.model.channels_last = 'auto', 'auto'   # bf16 + channels-last where bf16 is native: 1.52x on an H200 (bench/RESULTS.md)
     return c
 
 def cityscapes() -> Config:
@@ -387,13 +388,14 @@ _TEXT = (lambda v: isinstance(v, str) and v.strip() != ''), 'a non-empty string'
 DEVICE_RE = r'auto|cpu|mps|cuda(:\d+)?'
 _DEVICE = (lambda v: isinstance(v, str) and re.fullmatch(DEVICE_RE, v) is not None), "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
 _PROB = _num(0, 1)
+_BOOL = (lambda v: isinstance(v, bool)), 'true or false'
 
 RANGES = {
     'data.dataset': _TEXT, 'data.root': _opt(_TEXT), 'data.manifest': _opt(_TEXT),
     'data.fraction': _num(0, 1, lo_open=True), 'data.train_split': _TEXT, 'data.val_split': _TEXT,
     'data.crop_size': _each(_int(1)), 'data.scale': _ordered(_num(0, lo_open=True)), 'data.batch_size': _int(1),
     'data.unlabeled_ratio': _int(1), 'data.num_workers': _auto(_int(0)), 'data.prefetch_factor': _auto(_int(1)),
-    'data.pin_memory': _auto(((lambda v: isinstance(v, bool)), 'true or false')), 'data.synthetic_n': _opt(_int(1)),
+    'data.pin_memory': _auto(_BOOL), 'model.channels_last': _auto(_BOOL), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
     'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
     'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
@@ -567,7 +569,7 @@ _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train
                    'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true', 'method.unsup_per_image=false',
                    'method.acm_stride=1', 'method.aes_bank=after', 'method.aes_draw=class',
                    'method.unsup_denominator=all', 'method.table_rule=authors', 'method.acm_full=fallback',
-                   'method.box_position=round', 'method.cp_choice=batch']
+                   'method.box_position=round', 'method.cp_choice=batch', 'optim.amp=none', 'model.channels_last=false']
 AUTHORS = dict(cityscapes=_AUTHORS_COMMON + ['method.r_star=0.01', 'method.acm_min_area=0.005'],
                voc=_AUTHORS_COMMON + ['method.cp_exclude=0,1,2,8,10'])
 
@@ -690,6 +692,9 @@ DIFFERENCES = (
     _D('ACM region area', (), 'r* of the image', 'r* x H^2', 'r* x H x W', "none on the presets' square crops"),
     _D('pseudo-label confidence threshold', ('method.pl_threshold',), 'not said', '0 (Cityscapes), 0.7 (VOC)',
        "the code's"),
+    _D('precision and memory format', ('optim.amp', 'model.channels_last'), 'not said', 'fp32, contiguous tensors',
+       "bf16 autocast + channels-last where the device runs bf16 natively ('auto'; an H200's AEL step 1.52x faster, "
+       "bench/RESULTS.md), fp32 elsewhere: numbers differ by bf16 rounding"),
     _D('gradient accumulation', ('optim.accum_steps',), '-', 'none',
        "bank, class table and their sync once per optimiser step (`aes_bank=after` needs 1)"),
     _D('bank start value', ('method.bank_init',), 'not said', 'uniform random numbers', '1/C for every class',

@@ -21,9 +21,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 __all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERMINISTIC_CUDA', 'DatasetInfo', 'DataError', 'Parser', 'arg_type',
            'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max',
            'resolve_device', 'average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported',
-           'device_name', 'resolve_amp', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal',
-           'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index',
-           'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
+           'device_name', 'resolve_amp', 'resolve_channels_last', 'atomic_save', 'atomic_write_text', 'content_digest',
+           'seal', 'unseal', 'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw',
+           'other_index', 'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -167,6 +167,17 @@ def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
                ) -> str:
     "The autocast a run uses: 'auto' becomes 'bf16' where `bf16_supported(device)`, else 'none'; other values stay."
     return ('bf16' if bf16_supported(device) else 'none') if amp == 'auto' else amp
+
+def resolve_channels_last(channels_last,  # `model.channels_last`: True, False or 'auto'
+                          device,         # the device the run trains on
+                          amp: str,       # the run's autocast, as `resolve_amp` gave it
+                         ) -> bool:
+    "The memory format a run uses: 'auto' is channels-last on CUDA and on a CPU under bf16 autocast, else contiguous."
+    # H200, R101 OS8 at 769x769: step x0.91 in fp32, x0.66 with bf16 (bench/RESULTS.md); CPU: oneDNN's bf16 convolutions
+    # (bench/results/levers_cpu.md); fp32 on a CPU measured no gain (levers_cpu_noamx_cl.md)
+    if channels_last != 'auto': return bool(channels_last)
+    device = torch.device(device)
+    return device.type == 'cuda' or (device.type == 'cpu' and amp == 'bf16')
 
 # %% ../nbs/00_core.ipynb #b5d135c9
 EXIT_REQUEUE = 75  # exit status of a run that checkpointed on SIGTERM/SIGUSR1/SIGINT and wants to be requeued

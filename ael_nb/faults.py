@@ -11,15 +11,16 @@ from pathlib import Path
 from fastcore.basics import patch
 import torch
 import torch.distributed as dist
-from .core import DataError, EXIT_REQUEUE, dist_ready, world_size, is_main, all_reduce_max
+from .core import DataError, EXIT_REQUEUE, atomic_write_text, dist_ready, world_size, is_main, all_reduce_max
 from .model import unwrap
 from .config import Config, load_config, to_dict, flat_items
 
 # %% auto #0
 __all__ = ['STOP_SIGNALS', 'RESUME_FREE', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space',
            'finite_values', 'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals',
-           'die_with_parent', 'under_launcher', 'report_status', 'supervise', 'resume_command', 'config_changes',
-           'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock', 'claim_run_dir']
+           'die_with_parent', 'under_launcher', 'report_status', 'running', 'wait_for_ranks', 'supervise',
+           'resume_command', 'config_changes', 'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock',
+           'claim_run_dir']
 
 # %% ../nbs/21_faults.ipynb #1015658d
 class RunStopped(Exception):
@@ -119,19 +120,44 @@ def under_launcher():
     "A training process under torchrun: end with its launcher (`die_with_parent`); tell `supervise` its process id."
     if not os.environ.get('TORCHELASTIC_RUN_ID'): return
     die_with_parent()
-    if (d := _status_dir()) is not None: Path(d, f"{os.environ.get('RANK', '0')}.pid").write_text(str(os.getpid()))
+    if (d := _status_dir()) is not None: atomic_write_text(Path(d, f"{os.environ.get('RANK', '0')}.pid"), str(os.getpid()))
 
 # %% ../nbs/21_faults.ipynb #7ab8496f
 def report_status(code: int) -> int:
     "The exit status to end with: under `supervise`, `code` goes to `$AEL_STATUS_DIR/<RANK>`, a requeue (75) exits 0."
     # 0: a stop that torchrun must not report as a failure
     if (d := _status_dir()) is None: return code
-    Path(d, os.environ.get('RANK', '0')).write_text(str(code))
+    atomic_write_text(Path(d, os.environ.get('RANK', '0')), str(code))   # after the checkpoint: the rank's last word
     return 0 if code == EXIT_REQUEUE else code
+
+# %% ../nbs/21_faults.ipynb #b2e4d6f1
+def running(pid: int) -> bool:
+    "True while process `pid` runs (a zombie, which has ended but not been reaped, counts as ended)."
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        if Path('/proc/self').exists(): return False                 # Linux: no such process
+    except (OSError, IndexError): pass
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: pass
+    return True
+
+def wait_for_ranks(status,               # `AEL_STATUS_DIR` of the ranks (`under_launcher`, `report_status`)
+                   timeout: float = 300, # seconds to wait at most
+                   poll: float = 0.2,
+                  ) -> list[int]:        # the ranks still running when `timeout` ran out
+    "Wait until every rank registered in `status` has reported its exit status (after its checkpoint) or ended."
+    status, end = Path(status), time.time() + timeout
+    while True:
+        left = sorted(int(f.stem) for f in status.glob('*.pid')
+                      if not (status / f.stem).exists() and running(int(f.read_text())))
+        if not left or time.time() >= end: return left
+        time.sleep(poll)
 
 # %% ../nbs/21_faults.ipynb #f0dc7595
 def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.torchrun_argv`
               ranks: int,       # training processes it starts on this node
+              wait_s: float = 300,  # after `cmd` ends, how long its ranks may take to finish their checkpoints
              ) -> int:
     "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; 75 if all requeue."
     status = Path(tempfile.mkdtemp(prefix='ael-status-'))
@@ -141,16 +167,20 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
     def forward(signum, frame):          # to each training process (and its loader workers, which ignore it)
         sig = signal.SIGTERM if signum == signal.SIGHUP else signum
         pids = [int(f.read_text()) for f in status.glob('*.pid')]
-        for pid in pids or [p.pid]:                          # none started yet: torchrun passes it on
+        for pid in pids or ([p.pid] if p.poll() is None else []):   # none started yet: torchrun passes it on
             try: os.killpg(pid, sig) if pids else os.kill(pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError): pass
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
-    try: rc = p.wait()
+    try:
+        rc = p.wait()
+        late = wait_for_ranks(status, wait_s)   # torchrun can end before its ranks (killed, or a signal it does not handle)
+        if late: print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; "
+                       "its stop checkpoint may be incomplete (the previous latest.pth stays whole)", file=sys.stderr)
     finally:
         for s, h in old.items(): signal.signal(s, h)
-        codes = [int(f.read_text() or -1) for f in status.iterdir() if f.suffix != '.pid']
+        codes = [int(f.read_text() or -1) for f in status.iterdir() if f.name.isdigit()]
         shutil.rmtree(status, ignore_errors=True)
     if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
     if rc == 0: return 0

@@ -67,7 +67,7 @@ def plan_runs(preset: str,                 # preset name
               data_root: str | None = None,  # dataset root
               out_root: str = 'runs',      # runs go to `<out_root>/<preset>/<manifest>_seed<seed>`
               overrides=(),                # `key=value` overrides for every run
-             ) -> list[dict]:              # one dict(out, manifest, seed, argv) per run
+             ) -> list[dict]:              # one dict(out, manifest, seed, argv, launch) per run
     "The runs of a study: every fold of the manifest pattern times every seed."
     folds, seeds = (v if isinstance(v, list) else int_list(v) for v in (folds, seeds))   # `ael_nb.core.int_list`
     if manifest and '{fold}' not in manifest and folds != [0]:
@@ -78,7 +78,9 @@ def plan_runs(preset: str,                 # preset name
         if m and not Path(m).is_file(): raise FileNotFoundError(f"{m}: no such manifest (ael-splits list shows the shipped ones)")
         for seed in seeds:
             out = str(Path(out_root)/preset/f"{Path(m).stem if m else 'drawn'}_seed{seed}")
-            runs.append(dict(out=out, manifest=m, seed=seed,
+            launch = (['--preset', preset, '--seeds', str(seed), '--out-root', str(out_root)] + ['--data-root', str(data_root)] * bool(data_root)
+                      + ['--manifest', m] * bool(m) + list(overrides))      # `ael-launch` of this run alone (the SLURM script's)
+            runs.append(dict(out=out, manifest=m, seed=seed, launch=launch,
                              argv=train_argv(preset, data_root, m, seed, out, overrides, resume=(Path(out)/'latest.pth').is_file())))
     return runs
 
@@ -112,20 +114,19 @@ class SlurmJob:
 
 # %% ../nbs/25_launch.ipynb #00b75d48
 def _array_case(i: int, run: dict, job: SlurmJob) -> str:
-    "Task `i` of the array: the run's folder and its command (`--resume` is decided when the task starts)."
-    argv = [a for a in run['argv'] if a != '--resume']
-    endpoint = '$MASTER_ADDR:$MASTER_PORT' if job.nnodes > 1 else None
-    cmd = torchrun_argv(argv, job.gpus, job.nnodes, endpoint, rdzv_id='$SLURM_JOB_ID')
+    "Task `i` of the array: the run's folder and its `ael-launch` command (which decides `--resume` when the task starts)."
+    nodes = (['--nnodes', str(job.nnodes), '--rdzv-endpoint', '$MASTER_ADDR:$MASTER_PORT', '--rdzv-id', '$SLURM_JOB_ID']
+             if job.nnodes > 1 else [])
+    cmd = ['ael-launch', '--gpus', str(job.gpus)] + nodes + run['launch']
     if job.nnodes > 1: cmd = ['srun', '--ntasks-per-node=1', '--kill-on-bad-exit=0'] + cmd
     return f'  {i}) OUT={_sh(run["out"])}; set -- {" ".join(map(_sh, cmd))} ;;'
 
 # %% ../nbs/25_launch.ipynb #401bd7c8
-# the shell of every task: pick the run, resume if it can, requeue it if it was stopped
+# the shell of every task: pick the run, run it through ael-launch (which resumes it), requeue it if it was stopped
 _TASK = """
 # written by ael-launch; one array task per run. Submit: sbatch <this file>
 set -u
-EXIT_REQUEUE={EXIT_REQUEUE}   # ael_nb.core.EXIT_REQUEUE: the run checkpointed and wants to be requeued
-export TORCHELASTIC_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1   # torchrun passes SIGUSR1 on to its workers too
+EXIT_REQUEUE={EXIT_REQUEUE}   # ael_nb.core.EXIT_REQUEUE: every rank checkpointed and wants to be requeued
 mkdir -p {log_dir}
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) MASTER_PORT={port}
 export OMP_NUM_THREADS=${{OMP_NUM_THREADS:-4}}
@@ -133,12 +134,11 @@ case "${{SLURM_ARRAY_TASK_ID:-0}}" in
 {cases}
   *) echo "no run for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;
 esac
-RESUME=""; [ -f "$OUT/latest.pth" ] && RESUME=--resume   # a plain word: empty arrays break set -u in bash < 4.4
 SIGNALLED=0
 forward() {{ SIGNALLED=1; echo "ael-launch: signal received, asking the run to checkpoint"; kill -TERM "$CHILD" 2>/dev/null; }}
 trap forward USR1 TERM
-echo "ael-launch: $* $RESUME"
-"$@" $RESUME &
+echo "ael-launch: $*"
+"$@" &   # ael-launch returns after every rank's stop checkpoint is on disk
 CHILD=$!
 wait "$CHILD"; rc=$?
 while kill -0 "$CHILD" 2>/dev/null; do wait "$CHILD"; rc=$?; done   # wait again after a trap interrupted wait

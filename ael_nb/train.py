@@ -17,6 +17,7 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
                          seed_everything, set_deterministic, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
+                         resolve_channels_last,
                          average_buffers, peak_memory_gb, rank_values)
 from .config import Config, save_config, resolved, check_classes
 from .teacher import ema_update
@@ -123,6 +124,7 @@ def setup(cfg: Config,
     set_deterministic(cfg.run.deterministic, cfg.run.cudnn_benchmark)      # before any model: cuBLAS reads its setting once
     as_given, cfg = cfg, resolved(cfg)   # config.yaml keeps what was asked; the run: what resolves
     cfg.optim.amp = resolve_amp(as_given.optim.amp, device)
+    cfg.model.channels_last = resolve_channels_last(as_given.model.channels_last, device, cfg.optim.amp)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda':
         raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
     check_micro_batches(cfg, device.type)

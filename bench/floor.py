@@ -15,8 +15,10 @@ supervised, CutMix and AEL set up in the same process with the same initialisati
 interleaved, round by round (a change of machine load hits each alike); reported: median seconds, step / floor and
 floor / step (the issue's goal at paper scale: AEL's floor / step >= 0.85), and from one timed `Trace` per round the
 data share of each step (`section('data')`: waiting for the loaders and the host-to-device copy).
-`--switches`: AEL only, one run per speed switch (fp32, channels_last, bf16, cudnn.benchmark, torch.compile), each
-variant's first step (compile / autotuning included) and steady step beside its own floor and the first variant's step.
+`--switches`: AEL only, one run per speed switch (fp32, channels_last, bf16, cudnn.benchmark, torch.compile,
+run.deterministic), each variant's first step (compile / autotuning included) and steady step beside its own floor and
+the first variant's step; the process-wide switches (cuDNN autotuning, deterministic kernels) are set before each
+variant's every call, as the variants share one process.
 Writes <out>/floor_<tag>.{json,md} (default out: bench/results)."""
 from __future__ import annotations
 import argparse, atexit, copy, datetime as dt, json, os, shutil, statistics, sys, tempfile, time
@@ -27,15 +29,43 @@ import torch.nn.functional as F
 RESULTS = Path(__file__).resolve().parent / 'results'
 QUIET = ['run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'data.check=false', 'run.trace_interval=0',
          'eval.interval=0', 'optim.iters=100000']
-def _switches(amp, channels_last=False, cudnn_benchmark=False, compile=False) -> list[str]:
+def _switches(amp, channels_last=False, cudnn_benchmark=False, compile=False, deterministic=False) -> list[str]:
     "Every speed switch pinned, so that a preset's own choice (the `cpu` preset's channels_last) cannot leak in."
     return [f'optim.amp={amp}', f'model.channels_last={channels_last}', f'run.cudnn_benchmark={cudnn_benchmark}',
-            f'model.compile={compile}']
+            f'model.compile={compile}', f'run.deterministic={deterministic}']
 
 SWITCHES = {'fp32': _switches('none'), 'fp32 + channels_last': _switches('none', True),
             'bf16': _switches('bf16'), 'bf16 + channels_last': _switches('bf16', True),
             'bf16 + channels_last + cudnn.benchmark': _switches('bf16', True, cudnn_benchmark=True),
-            'bf16 + channels_last + compile': _switches('bf16', True, compile=True)}
+            'bf16 + channels_last + compile': _switches('bf16', True, compile=True),
+            'fp32 + deterministic': _switches('none', deterministic=True),
+            'bf16 + channels_last + deterministic': _switches('bf16', True, deterministic=True)}
+DETERMINISTIC_MISSING = ("run.deterministic is not a configuration key of this checkout (issue 30's switch for reproducible "
+                         "GPU runs): merge it first")
+
+
+def has_deterministic() -> bool:
+    "This checkout's configuration has `run.deterministic`."
+    from ael_nb.config import valid_keys
+    return 'run.deterministic' in valid_keys()
+
+
+def pinned(overrides: list[str]) -> list[str]:
+    "`overrides` less `run.deterministic=False` where the key does not exist yet; asking for it on raises SystemExit."
+    if has_deterministic(): return overrides
+    if 'run.deterministic=True' in overrides: raise SystemExit(f"floor.py: {DETERMINISTIC_MISSING}")
+    return [o for o in overrides if o != 'run.deterministic=False']
+
+
+def switched(run, fn):
+    "`fn` with `run`'s process-wide switches (cuDNN autotuning, deterministic kernels) set first: variants share a process."
+    from ael_nb import core
+    det, bench = getattr(run.cfg.run, 'deterministic', False), run.cfg.run.cudnn_benchmark
+    def call(*a):
+        if hasattr(core, 'set_deterministic'): core.set_deterministic(det, bench)
+        else: torch.backends.cudnn.benchmark = bench
+        return fn(*a)
+    return call
 
 
 def sync(device):
@@ -119,10 +149,11 @@ def measure(runs: dict, reps: int, warmup: int) -> dict:
     fns = {}
     for name, run in runs.items():
         f, counts = floor_fn(run, *floor_counts(run))
-        fns[name] = (step_fn(run), f)
+        fns[name] = (switched(run, step_fn(run)), switched(run, f))
         out[name] = dict(floor_images=counts, loader=loader_settings(run.cfg.data, run.device), amp=run.cfg.optim.amp,
                          channels_last=run.cfg.model.channels_last, compile=run.cfg.model.compile,
-                         cudnn_benchmark=run.cfg.run.cudnn_benchmark)
+                         cudnn_benchmark=run.cfg.run.cudnn_benchmark,
+                         deterministic=getattr(run.cfg.run, 'deterministic', False))
     for name, (s, f) in fns.items():                                 # first calls: compilation, autotuning, allocator
         dev = runs[name].device
         out[name]['first_step_s'] = timed(s, dev); out[name]['first_floor_s'] = timed(f, dev)
@@ -159,9 +190,11 @@ def setup_runs(a, variants: dict) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix='ael_floor_'))
     atexit.register(shutil.rmtree, tmp, True)   # the runs' folders hold nothing the report needs
     runs = {}
+    if any('run.deterministic=True' in ov for ov in variants.values()):
+        os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')    # read when cuBLAS starts: before the first variant
     for i, (name, ov) in enumerate(variants.items()):
         cfg = get_config(a.preset, overrides=QUIET + (tiny_overrides() if a.tiny else []) + [f'run.device={a.device}']
-                         + a.set + ov + [f'run.out={tmp / str(i)}'])
+                         + a.set + pinned(ov) + [f'run.out={tmp / str(i)}'])
         if a.threads: torch.set_num_threads(a.threads)
         run = setup(cfg)
         run.n_img_per_step = micro_batch(cfg) * cfg.optim.accum_steps + (
@@ -218,7 +251,7 @@ def main(argv=None):
     cmd = 'python bench/floor.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
     from ael_nb.core import device_name, resolve_device
     tag = a.tag or f"{resolve_device(a.device).type}_{a.preset}" + ('_switches' if a.switches is not None else '')
-    variants = ({n: ['method.name=ael'] + SWITCHES[n] for n in (a.switches or SWITCHES)} if a.switches is not None
+    variants = ({n: ['method.name=ael'] + SWITCHES[n] for n in (a.switches or [n for n in SWITCHES if 'deterministic' not in n or has_deterministic()])} if a.switches is not None
                 else {m: [f'method.name={m}'] for m in a.methods})
     load_before = os.getloadavg()
     runs = setup_runs(a, variants)

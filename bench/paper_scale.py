@@ -7,11 +7,16 @@ Parts, in this order (each through the kit's own console scripts or bench/floor.
   scale    a Cityscapes-sized input: the `cityscapes` preset (R101 OS8, 769x769 crops, 2 labeled + 2 unlabeled images
            per GPU) on synthetic street scenes (10 classes; the dataset has no 19-class variant), ~20 steps per
            variant (fp32, bf16, activation checkpointing in both): img/s and peak memory per GPU;
-  signals  SIGTERM and SIGUSR1 to a running `ael-train` and to a running `torchrun` (what the SLURM script does):
-           exit status (75 expected) and the step latest.pth holds; then `--resume` to a common step, and one
-           uninterrupted run to that step: are the resumed weights identical (digests)?
+  signals  SIGTERM, SIGUSR1 and SIGKILL to a running `ael-train` and to a running `torchrun`, all under
+           `run.deterministic=true`: exit status (75 expected; a kill: none) and the step latest.pth holds once every
+           rank has ended (torchrun can end before its ranks); then `--resume` to a common step, and one uninterrupted
+           run to that step: the resumed weights must be bit-identical (digests);
+  spread   two uninterrupted runs to that step without `run.deterministic`: their digests, and how far their weights
+           and last losses lie apart;
   switches bench/floor.py --switches at paper scale: AEL's step under fp32 / channels_last / bf16 / cudnn.benchmark /
            torch.compile (first step = compile time), each beside its floor;
+  detcost  bench/floor.py --switches at paper and small scale: AEL's step with and without `run.deterministic` (fp32,
+           and bf16 + channels_last), same process, each beside its floor: what reproducibility costs;
   launch   built-in synthetic scenes, `cpu` preset, 1 GPU through `ael-launch` (torchrun): it trains, img/s, peak memory.
 Results: OUT/paper_scale.json (everything), OUT/paper_scale.md (tables), OUT/paper_scale_<part>.log (the runs' output),
 OUT/floor_*.{json,md} (bench/floor.py's own reports).
@@ -107,9 +112,27 @@ def part_floor(a, R, log) -> dict:
 def part_switches(a, R, log) -> dict:
     "AEL's step at paper scale under each speed switch, beside its floor (compile last: its first step is the compile time)."
     paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
-    names = [n for n in a.switches if 'compile' not in n]
+    names = [n for n in a.switches if 'compile' not in n and 'deterministic' not in n]
     if not names: return dict(skipped='no switch set without compile in --switches')
     return floor_run(a, a.out, log, f'{a.dev_tag}_paper_switches', 'cityscapes', common(a) + paper, ['--switches', *names])
+
+
+DET_SWITCHES = ['fp32', 'fp32 + deterministic', 'bf16 + channels_last', 'bf16 + channels_last + deterministic']
+
+
+def has_deterministic() -> bool:
+    from floor import has_deterministic as has
+    return has()
+
+
+def part_detcost(a, R, log) -> dict:
+    "AEL's step with and without `run.deterministic` (fp32; bf16 + channels_last), same process, at paper and small scale."
+    from floor import DETERMINISTIC_MISSING
+    if not has_deterministic(): return dict(skipped=DETERMINISTIC_MISSING)
+    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
+    small = ['--tiny'] if a.tiny else []
+    return dict(paper=floor_run(a, a.out, log, f'{a.dev_tag}_paper_det', 'cityscapes', common(a) + paper, ['--switches', *DET_SWITCHES]),
+                small=floor_run(a, a.out, log, f'{a.dev_tag}_small_det', 'cpu', common(a), small + ['--switches', *DET_SWITCHES]))
 
 
 def part_compile(a, R, log) -> dict:
@@ -148,6 +171,23 @@ def wait_for_step(run_dir, proc, step: int, timeout: float) -> int:
     return last
 
 
+def children(pid: int) -> list[int]:
+    "Every process below `pid` (Linux /proc; none elsewhere)."
+    kids = []
+    for t in Path(f'/proc/{pid}/task').glob('*'):
+        try: kids += [int(k) for k in (t / 'children').read_text().split()]
+        except OSError: pass
+    return kids + [g for k in kids for g in children(k)]
+
+
+def wait_for_ranks(pids, timeout: float = 120) -> float:
+    "Wait until none of `pids` runs (the ranks of a launcher that may have ended first); seconds waited."
+    from ael_nb.faults import running
+    t = time.time()
+    while any(running(q) for q in pids) and time.time() - t < timeout: time.sleep(0.2)
+    return round(time.time() - t, 1)
+
+
 def saved_step(run_dir):
     p = Path(run_dir) / 'latest.pth'
     if not p.is_file(): return None
@@ -162,10 +202,13 @@ def signal_run(cmd, run_dir, log, a, sig: str = 'SIGTERM') -> dict:
         p = subprocess.Popen(list(map(str, cmd)), stdout=f, stderr=subprocess.STDOUT)
         logged = wait_for_step(run_dir, p, a.sig_step, a.timeout)
         if p.poll() is not None: return dict(cmd=shlex.join(map(str, cmd)), error=f'ended by itself with {p.returncode} before the signal')
+        ranks = children(p.pid)                  # torchrun's training processes (and their loader workers)
         t = time.time(); p.send_signal(getattr(signal, sig))
         try: rc = p.wait(timeout=120)
         except subprocess.TimeoutExpired: p.kill(); rc = f'no exit within 120 s of {sig} (killed)'
-    return dict(cmd=shlex.join(map(str, cmd)), logged_before_signal=logged, rc=rc, exit_s=round(time.time() - t, 1),
+        exit_s = round(time.time() - t, 1)
+        ranks_s = wait_for_ranks(ranks)          # latest.pth is read once every rank has ended
+    return dict(cmd=shlex.join(map(str, cmd)), logged_before_signal=logged, rc=rc, exit_s=exit_s, ranks_after_exit_s=ranks_s,
                 latest_it=saved_step(run_dir))
 
 
@@ -174,18 +217,33 @@ def summary_of(run_dir) -> dict:
     return json.loads(p.read_text()) if p.is_file() else {}
 
 
+def signal_overrides(a, deterministic: bool) -> list[str]:
+    "The `cpu` preset's runs of the signals and spread parts: a checkpoint every 5 steps (a kill resumes from one)."
+    det = [f'run.deterministic={str(deterministic).lower()}'] if has_deterministic() else []
+    return (common(a) + ['optim.iters=100000', 'eval.interval=0', 'run.log_interval=5',
+                         'run.checkpoint_interval=5'] + det
+            + (TINY if a.tiny else []))
+
+
+def uninterrupted(a, d, ov, log) -> dict:
+    "One `ael-train` run to `--resume-to`: its status, step and weights digests."
+    r = run_cmd(['ael-train', '--preset', 'cpu', '--out', d] + ov + [f'run.stop_at={a.resume_to}'], log, a.timeout)
+    sm = summary_of(d)
+    return dict(r, weights=sm.get('weights'), teacher_weights=sm.get('teacher_weights'), it=sm.get('it'))
+
+
 def part_signals(a, R, log) -> dict:
-    "SIGTERM and SIGUSR1 to ael-train and to torchrun (expect 75), `--resume` of each to a common step, and a reference."
+    "Stop signals and a kill to ael-train and to torchrun (expect 75), `--resume` of each to a common step, and a reference."
     from ael_nb.launch import torchrun_argv, train_argv
     from ael_nb.core import EXIT_REQUEUE
-    ov = common(a) + ['optim.iters=100000', 'eval.interval=0', 'run.log_interval=5'] + (TINY if a.tiny else [])
+    from floor import DETERMINISTIC_MISSING
+    ov = signal_overrides(a, True)
     upto = [f'run.stop_at={a.resume_to}']
     direct = lambda d, *x: ['ael-train', '--preset', 'cpu', '--out', d, *x] + ov
     via_torchrun = lambda d: torchrun_argv(train_argv('cpu', out=str(d), overrides=ov), gpus=1)
-    out = dict(expected_rc=EXIT_REQUEUE, resume_to=a.resume_to, runs={})
-    ref = R / 'sig_reference'
-    out['reference'] = dict(run_cmd(direct(ref) + upto, log, a.timeout), weights=summary_of(ref).get('weights'),
-                            teacher_weights=summary_of(ref).get('teacher_weights'), it=summary_of(ref).get('it'))
+    out = dict(expected_rc=EXIT_REQUEUE, resume_to=a.resume_to, runs={}, deterministic=has_deterministic())
+    if not has_deterministic(): out['note'] = f"{DETERMINISTIC_MISSING}; on CUDA the comparison says nothing without it"
+    out['reference'] = uninterrupted(a, R / 'sig_reference', ov, log)
     for who, argv in (('ael-train', direct), ('torchrun', via_torchrun)):
         for sig in a.signals:
             d = R / f"sig_{who}_{sig}"
@@ -202,6 +260,30 @@ def part_signals(a, R, log) -> dict:
                 x['resume'] = s
             out['runs'][f'{who} {sig}'] = x
             print(f"signals {who} {sig}: {json.dumps({k: v for k, v in x.items() if k != 'cmd'}, default=str)}", flush=True)
+    return out
+
+
+def weights_apart(p, q) -> dict:
+    "How far the student weights of two checkpoints lie apart: the largest difference and the relative L2 distance."
+    import torch
+    from ael_nb.state import read_checkpoint
+    a, b = (read_checkpoint(Path(x) / 'latest.pth')['student'] for x in (p, q))
+    keys = [k for k in a if a[k].is_floating_point()]
+    d = torch.cat([(a[k].double() - b[k].double()).flatten() for k in keys])
+    ref = torch.cat([a[k].double().flatten() for k in keys])
+    return dict(max_abs=float(d.abs().max()), rel_l2=float(d.norm() / ref.norm()))
+
+
+def part_spread(a, R, log) -> dict:
+    "Two uninterrupted runs without `run.deterministic`: their digests, how far their weights and last losses lie apart."
+    ov = signal_overrides(a, False)
+    runs = {f'run {i}': dict(uninterrupted(a, R / f'spread_{i}', ov, log), **run_stats(R / f'spread_{i}')) for i in (1, 2)}
+    x, y = runs.values()
+    out = dict(runs=runs, identical=x['weights'] is not None and (x['weights'], x['teacher_weights']) == (y['weights'], y['teacher_weights']))
+    try: out['student_apart'] = weights_apart(R / 'spread_1', R / 'spread_2')
+    except Exception as e: out['student_apart'] = dict(error=f'{type(e).__name__}: {e}')
+    if x.get('loss_last') is not None and y.get('loss_last') is not None: out['loss_last_apart'] = abs(x['loss_last'] - y['loss_last'])
+    print(f"spread: {json.dumps(out, default=str)}", flush=True)
     return out
 
 
@@ -226,23 +308,40 @@ def markdown(res: dict) -> str:
         L += [f'## Step vs floor: {title}', '']
         L += [floor_line(n, v) for n, v in x['variants'].items()] if 'variants' in x else [failed(x)]
         L.append('')
-    for key, title in (('switches', 'Speed switches at paper scale (AEL)'), ('compile', 'torch.compile at paper scale (AEL)')):
-        if key not in res: continue
-        x = res[key]; L += [f'## {title}', '']
+    sections = [('switches', 'Speed switches at paper scale (AEL)', res.get('switches')),
+                ('compile', 'torch.compile at paper scale (AEL)', res.get('compile'))]
+    det = res.get('detcost')
+    if det is not None and 'paper' not in det: sections.append(('detcost', 'run.deterministic: its cost', det))
+    elif det is not None:
+        sections += [('detcost', f'run.deterministic: its cost at {w}', det[k]) for k, w in (('paper', 'paper scale'), ('small', 'small scale'))]
+    for key, title, x in sections:
+        if x is None: continue
+        L += [f'## {title}', '']
         L += ([floor_line(n, v) + f", step / first variant's {x['vs_first'][n]:.2f}" for n, v in x['variants'].items()]
               if 'variants' in x else [failed(x)])
         L.append('')
     if 'signals' in res:
         x = res['signals']; ref = x.get('reference', {})
-        L += ['## Signals and resume', '', f"expected exit status {x['expected_rc']}; every run resumed to step "
-              f"{x['resume_to']}, compared with one uninterrupted run to that step (rc {ref.get('rc')}, step {ref.get('it')}, "
+        L += ['## Signals and resume', '', f"run.deterministic: {x.get('deterministic', 'not in the measured code')}" + (f" ({x['note']})" if x.get('note') else '')
+              + f"; expected exit status {x.get('expected_rc')}; every run resumed to step "
+              f"{x.get('resume_to')}, compared with one uninterrupted run to that step (rc {ref.get('rc')}, step {ref.get('it')}, "
               f"weights {ref.get('weights')})", '',
-              '| run | signal after step | exit status | s to exit | latest.pth step | resume rc | resumed to | weights identical |',
-              '|---|---|---|---|---|---|---|---|']
+              '| run | signal after step | exit status | s to exit | s more until its ranks ended | latest.pth step | resume rc | resumed to | weights identical |',
+              '|---|---|---|---|---|---|---|---|---|']
         for k, y in x.get('runs', {}).items():
             r = y.get('resume', {})
-            L.append(f"| {k} | {y.get('logged_before_signal', y.get('error'))} | {y.get('rc')} | {y.get('exit_s')} | {y.get('latest_it')} | "
+            L.append(f"| {k} | {y.get('logged_before_signal', y.get('error'))} | {y.get('rc')} | {y.get('exit_s')} | "
+                     f"{y.get('ranks_after_exit_s')} | {y.get('latest_it')} | "
                      f"{r.get('rc', r.get('skipped'))} | {r.get('it')} | {r.get('identical')} |")
+        L.append('')
+    if 'spread' in res:
+        x = res['spread']; L += ['## Two uninterrupted runs without run.deterministic', '']
+        if 'runs' not in x: L.append(failed(x))
+        else:
+            L += [f"- {k}: rc {y.get('rc')}, step {y.get('it')}, weights {y.get('weights')}, last loss {y.get('loss_last')}"
+                  for k, y in x['runs'].items()]
+            L.append(f"- identical: {x['identical']}; student weights apart: {x.get('student_apart')}; "
+                     f"last losses apart: {x.get('loss_last_apart')}")
     return '\n'.join(L) + '\n'
 
 
@@ -258,8 +357,8 @@ def floor_line(name: str, v: dict) -> str:
             f", {v['images_per_step'] / v['step']['median_s']:.1f} img/s, first step {v['first_step_s']:.1f} s, loader {v['loader']}")
 
 
-PARTS = dict(floor=part_floor, scale=part_scale, signals=part_signals, switches=part_switches, compile=part_compile,
-             launch=part_launch)
+PARTS = dict(floor=part_floor, scale=part_scale, signals=part_signals, spread=part_spread, switches=part_switches,
+             detcost=part_detcost, compile=part_compile, launch=part_launch)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from floor import SWITCHES                 # bench/floor.py, beside this script
 
@@ -274,8 +373,8 @@ def main(argv=None):
     p.add_argument('--launch-steps', type=int, default=int(env_default('LAUNCH_STEPS', 40)))
     p.add_argument('--sig-step', type=int, default=int(env_default('SIG_STEP', 10)), help='signal after this logged step')
     p.add_argument('--resume-to', type=int, default=int(env_default('RESUME_TO', 60)), help='resume signalled runs to this step')
-    p.add_argument('--signals', nargs='+', default=env_default('SIGNALS', 'SIGTERM SIGUSR1').split(),
-                   choices=['SIGTERM', 'SIGUSR1', 'SIGINT'])
+    p.add_argument('--signals', nargs='+', default=env_default('SIGNALS', 'SIGTERM SIGUSR1 SIGKILL').split(),
+                   choices=['SIGTERM', 'SIGUSR1', 'SIGINT', 'SIGKILL'])
     p.add_argument('--reps', type=int, default=int(env_default('REPS', 5)), help='bench/floor.py rounds')
     p.add_argument('--switches', nargs='+', default=env_default('SWITCHES', '|'.join(SWITCHES)).split('|'), choices=list(SWITCHES),
                    help="bench/floor.py's switch sets (AEL_PS_SWITCHES: names joined by '|')")

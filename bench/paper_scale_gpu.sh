@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
-# The paper-scale checks on a lent GPU machine (one GPU), in one command: bench/paper_scale.py's parts in priority order
-# (step vs floor at paper and small scale with the data share; memory of fp32 / bf16 / activation checkpointing at 769x769;
-# SIGTERM and SIGUSR1 to ael-train and to torchrun -> exit 75 -> --resume identical; the speed switches; ael-launch).
-# Usage: bash bench/paper_scale_gpu.sh OUT [--cpu]
-#   on a GPU, everything takes ~12-15 min: within the device tool's 10 min per command, run it as two commands, e.g.
-#   AEL_PS_PARTS="floor scale signals switches" bash bench/paper_scale_gpu.sh $OUT/a, then
-#   AEL_PS_PARTS="compile launch" bash bench/paper_scale_gpu.sh $OUT/b (each stops starting parts after AEL_PS_BUDGET s, 540)
-#   results: OUT/paper_scale_results.tgz (paper_scale.{json,md}, floor_*.{json,md}, the logs, the machine's description)
-#   bring paper_scale.json back as bench/results/paper_scale_<gpu>.json (nbs/26_arithmetic reads it), floor_* to bench/results
-#   --cpu: a dry run of the same plumbing on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops).
-# Sizes and parts: AEL_PS_SIZE, AEL_PS_STEPS, AEL_PS_PARTS, AEL_PS_VARIANTS, AEL_PS_TIMEOUT, ... (bench/paper_scale.py --help).
+# The paper-scale checks on a lent GPU machine (one GPU), in two commands of at most 9 minutes each (bench/paper_scale.py):
+#   bash bench/paper_scale_gpu.sh $OUT a   reproducible GPU runs (issue 30): SIGTERM / SIGUSR1 / SIGKILL to ael-train and to
+#                                          torchrun under run.deterministic=true -> --resume bit-identical to an uninterrupted
+#                                          run (signals); two uninterrupted runs without it (spread); the switch's cost, AEL
+#                                          with and without it at paper and small scale (detcost)
+#   bash bench/paper_scale_gpu.sh $OUT b   speed and memory: step vs floor at paper and small scale with the data share
+#                                          (floor); fp32 / bf16 / activation checkpointing at 769x769, img/s and peak memory
+#                                          (scale); the speed switches (switches); built-in data through ael-launch (launch)
+#   --cpu after the stage: a dry run of the same parts on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops).
+# Each command leaves two files in OUT (the device tool brings back at most 8): paper_scale_<stage>.tgz (paper_scale.json
+# and .md, floor_*.{json,md}, the logs, the machine's description) and paper_scale_<stage>.md. Back here, unpack both
+# tarballs into two folders and fold them into bench/results (bench/README.md):
+#   python bench/fold_gpu.py A B --device h100 --date YYYY-MM-DD --commit <commit> --how '...'
+# Each stage stops starting parts after AEL_PS_BUDGET s (500). Sizes and parts: AEL_PS_SIZE, AEL_PS_STEPS, AEL_PS_PARTS
+# (replaces the stage's parts), AEL_PS_SIGNALS, AEL_PS_VARIANTS, AEL_PS_TIMEOUT, ... (bench/paper_scale.py --help).
 # Runs from this checkout without installing it: PYTHONPATH and small console-script wrappers; fastcore, the one
 # dependency a bare PyTorch image lacks, is installed from bench/_work/wheels when missing
 # (here: pip download --no-deps -d bench/_work/wheels fastcore, and carry bench/_work/wheels).
 set -u
-OUT=$(realpath -m "${1:?usage: paper_scale_gpu.sh OUT [--cpu]}"); mkdir -p "$OUT"
-if [ "${2:-}" = "--cpu" ]; then
+USAGE="usage: paper_scale_gpu.sh OUT a|b [--cpu]"
+OUT=$(realpath -m "${1:?$USAGE}"); STAGE=${2:-}; mkdir -p "$OUT"
+case "$STAGE" in
+  a) PARTS="signals spread detcost" ;;
+  b) PARTS="floor scale switches launch" ;;
+  *) echo "paper_scale_gpu.sh: stage '$STAGE': a or b ($USAGE)" >&2; exit 2 ;;
+esac
+export AEL_PS_PARTS=${AEL_PS_PARTS:-$PARTS} AEL_PS_BUDGET=${AEL_PS_BUDGET:-500}
+if [ "${3:-}" = "--cpu" ]; then
   export AEL_PS_DEVICE=cpu AEL_PS_TINY=1 AEL_PS_SIZE=${AEL_PS_SIZE:-64} AEL_PS_STEPS=${AEL_PS_STEPS:-2} AEL_PS_LAUNCH_STEPS=2 \
-         AEL_PS_BACKBONE=resnet18 AEL_PS_OS=16 AEL_PS_REPS=1 AEL_PS_SIG_STEP=2 AEL_PS_RESUME_TO=${AEL_PS_RESUME_TO:-30} \
-         AEL_PS_SWITCHES=${AEL_PS_SWITCHES:-fp32|bf16 + channels_last} AEL_PS_BUDGET=${AEL_PS_BUDGET:-3600} OMP_NUM_THREADS=1
-elif [ -n "${2:-}" ]; then echo "paper_scale_gpu.sh: unknown option $2 (only --cpu)" >&2; exit 2
+         AEL_PS_BACKBONE=resnet18 AEL_PS_OS=16 AEL_PS_REPS=1 AEL_PS_SIG_STEP=2 AEL_PS_RESUME_TO=${AEL_PS_RESUME_TO:-12} \
+         AEL_PS_SWITCHES=${AEL_PS_SWITCHES:-fp32|bf16 + channels_last} AEL_PS_BUDGET=3600 OMP_NUM_THREADS=1
+elif [ -n "${3:-}" ]; then echo "paper_scale_gpu.sh: unknown option $3 (only --cpu; $USAGE)" >&2; exit 2
 fi
 REPO=$(cd "$(dirname "$0")/.." && pwd); cd "$REPO"
 PY=$(command -v python3 || command -v python)
@@ -38,9 +49,11 @@ done
 command -v torchrun >/dev/null || printf '#!/bin/sh\nexec %s -m torch.distributed.run "$@"\n' "$PY" > "$BIN/torchrun"
 chmod +x "$BIN"/*
 export PATH=$BIN:$PATH
+RES=$(mktemp -d)                                   # the reports; only the tarball and the summary go to OUT
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; nproc; uptime; git -C "$REPO" log -1 --format=%H 2>&1; } \
-  > "$OUT/paper_scale_machine.txt"
-"$PY" bench/paper_scale.py --out "$OUT"; rc=$?
-(cd "$OUT" && tar czf paper_scale_results.tgz --exclude=paper_scale_results.tgz paper_scale* floor_* 2>/dev/null)
-echo "paper_scale_gpu.sh: rc $rc; results in $OUT/paper_scale_results.tgz"
+  > "$RES/paper_scale_machine.txt"
+"$PY" bench/paper_scale.py --out "$RES"; rc=$?
+(cd "$RES" && tar czf "$OUT/paper_scale_$STAGE.tgz" paper_scale* floor_* 2>/dev/null)
+cp "$RES/paper_scale.md" "$OUT/paper_scale_$STAGE.md" 2>/dev/null
+echo "paper_scale_gpu.sh: rc $rc; results in $OUT/paper_scale_$STAGE.tgz"
 exit $rc

@@ -83,21 +83,49 @@ def test_floor_switches_plumbing(tmp_path):
     assert list(res['variants']) == ['fp32', 'fp32 + channels_last'] and res['vs_first']['fp32'] == 1.0
     assert [x['channels_last'] for x in res['variants'].values()] == [False, True]
 
-def test_paper_scale_gpu_script_dry_mode(tmp_path):
-    "bench/paper_scale_gpu.sh --cpu: the GPU script's plumbing on the CPU at tiny size (its first part), in one tarball."
+def dry_stage(tmp_path, stage: str, **env) -> dict:
+    "bench/paper_scale_gpu.sh OUT <stage> --cpu: two files in OUT, the tarball's paper_scale.json."
     import os, tarfile
-    env = dict(os.environ, AEL_PS_PARTS='floor')
-    r = subprocess.run(['bash', str(REPO / 'bench' / 'paper_scale_gpu.sh'), str(tmp_path), '--cpu'], capture_output=True,
-                       text=True, cwd=REPO, env=env, timeout=900)
+    r = subprocess.run(['bash', str(REPO / 'bench' / 'paper_scale_gpu.sh'), str(tmp_path / 'out'), stage, '--cpu'], capture_output=True,
+                       text=True, cwd=REPO, env=dict(os.environ, **env), timeout=1200)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    with tarfile.open(tmp_path / 'paper_scale_results.tgz') as t: names = set(t.getnames())
+    assert sorted(p.name for p in (tmp_path / 'out').iterdir()) == [f'paper_scale_{stage}.md', f'paper_scale_{stage}.tgz']
+    with tarfile.open(tmp_path / 'out' / f'paper_scale_{stage}.tgz') as t: t.extractall(tmp_path / stage)
+    return json.loads((tmp_path / stage / 'paper_scale.json').read_text())
+
+def test_paper_scale_gpu_script_dry_mode(tmp_path):
+    "bench/paper_scale_gpu.sh b --cpu: the GPU script's plumbing on the CPU at tiny size (its first part), in one tarball."
+    res = dry_stage(tmp_path, 'b', AEL_PS_PARTS='floor')
     assert {'paper_scale.json', 'paper_scale.md', 'paper_scale_machine.txt', 'floor_cpu_dry_paper.json',
-            'floor_cpu_dry_small.json', 'floor_cpu_dry_small_w0.json'} <= names
-    res = json.loads((tmp_path / 'paper_scale.json').read_text())
+            'floor_cpu_dry_small.json', 'floor_cpu_dry_small_w0.json'} <= {p.name for p in (tmp_path / 'b').iterdir()}
     paper = res['floor']['paper']['setting']
     assert paper['crop'] == [64, 64] and paper['backbone'] == 'resnet18'
     assert res['floor']['small_no_workers']['variants']['ael']['loader']['num_workers'] == 0
-    assert '## Step vs floor: paper scale' in (tmp_path / 'paper_scale.md').read_text()
+    assert '## Step vs floor: paper scale' in (tmp_path / 'b' / 'paper_scale.md').read_text()
+
+def test_paper_scale_gpu_script_dry_mode_reproducibility(tmp_path):
+    """bench/paper_scale_gpu.sh a --cpu (SIGUSR1 only): torchrun dies of SIGUSR1 before its rank has written latest.pth, the
+    script waits for the rank and resumes from it; every resume is bit-identical (the CPU is deterministic); two runs
+    without run.deterministic agree on the CPU; the switch's cost is measured where the key exists."""
+    import sys; sys.path.insert(0, str(REPO / 'bench'))
+    from floor import has_deterministic
+    res = dry_stage(tmp_path, 'a', AEL_PS_SIGNALS='SIGUSR1')
+    sig = res['signals']
+    assert sig['reference']['rc'] == 0 and sig['reference']['it'] == 12
+    assert sig['runs']['ael-train SIGUSR1']['rc'] == 75
+    tr = sig['runs']['torchrun SIGUSR1']
+    assert tr['latest_it'] is not None and tr['latest_it'] < 12, tr   # read after its rank ended
+    assert all(x['resume']['identical'] for x in sig['runs'].values()), sig
+    sp = res['spread']
+    assert sp['identical'] and sp['student_apart']['max_abs'] == 0.0, sp
+    if has_deterministic():
+        assert sig['deterministic'] and list(res['detcost']['paper']['variants']) == [
+            'fp32', 'fp32 + deterministic', 'bf16 + channels_last', 'bf16 + channels_last + deterministic']
+        assert [v['deterministic'] for v in res['detcost']['small']['variants'].values()] == [False, True, False, True]
+    else:
+        assert 'run.deterministic is not a configuration key' in res['detcost']['skipped'] and not sig['deterministic']
+    md = (tmp_path / 'a' / 'paper_scale.md').read_text()
+    assert '## Signals and resume' in md and '## Two uninterrupted runs without run.deterministic' in md
 
 
 def test_pseudo_labels_reports_a_grid_run(tmp_path):

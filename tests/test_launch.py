@@ -1,9 +1,10 @@
-"ael-launch: dry-run output, the SLURM script (requeue and resume, run by bash with fake torchrun/scontrol), a real 2-process gloo run."
+"ael-launch: dry-run output, the SLURM script (requeue and resume, run by bash: the real ael-launch over a fake torchrun, a fake scontrol), a real 2-process gloo run."
 import json, os, shlex, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
 from ael_nb.core import EXIT_REQUEUE
-from ael_nb.launch import SlurmJob, ael_launch, plan_runs, slurm_script, torchrun_argv
+from ael_nb.config import save_config
+from ael_nb.launch import SlurmJob, ael_launch, plan_runs, resolve, slurm_script, torchrun_argv
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -67,13 +68,17 @@ def _fake_bin(d: Path, torchrun_body: str):
 
 def _run_script(tmp_path, body, latest=False, signal_after=None):
     runs = plan_runs('cityscapes', None, out_root=str(tmp_path / 'runs'))
-    if latest: Path(runs[0]['out']).mkdir(parents=True); (Path(runs[0]['out']) / 'latest.pth').write_bytes(b'x')
+    if latest:                                       # a stopped run: its configuration and a checkpoint (never read here)
+        Path(runs[0]['out']).mkdir(parents=True); (Path(runs[0]['out']) / 'latest.pth').write_bytes(b'x')
+        save_config(resolve(runs[0]['argv']), Path(runs[0]['out']) / 'config.yaml')
     script = tmp_path / 'job.sh'; script.write_text(slurm_script(runs, SlurmJob(gpus=2, log_dir=str(tmp_path / "slurm"))))
     _fake_bin(tmp_path / 'bin', body)
-    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", FAKE_LOG=str(tmp_path), SLURM_JOB_ID='77',
-               SLURM_ARRAY_TASK_ID='0', SLURM_JOB_NODELIST='node1')
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{BIN}:{os.environ['PATH']}", FAKE_LOG=str(tmp_path), SLURM_JOB_ID='77',
+               SLURM_ARRAY_TASK_ID='0', SLURM_JOB_NODELIST='node1', PYTHONPATH=str(REPO))   # the real ael-launch, a fake torchrun
     p = subprocess.Popen(['bash', str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if signal_after:
+    if signal_after:                                  # once the fake torchrun runs (ael-launch imports torch first)
+        t0 = time.time()
+        while not (tmp_path / 'args').exists() and time.time() - t0 < 120: time.sleep(0.1)
         time.sleep(signal_after); p.send_signal(signal.SIGUSR1)
     out, _ = p.communicate(timeout=60)
     requeued = (tmp_path / 'scontrol').read_text() if (tmp_path / 'scontrol').exists() else ''

@@ -1,6 +1,7 @@
 """Stop signals under torchrun and ael-launch (issue 23), 2 gloo ranks on the CPU: a signal to the launcher's process group
-reaches every training process, the job exits 75 after the checkpoint, no process outlives its launcher."""
-import os, signal, socket, subprocess, sys, time
+reaches every training process, the job exits 75 after the checkpoint, no process outlives its launcher, and ael-launch
+returns only after the ranks' checkpoint is written even when torchrun ends first (issue 30)."""
+import os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import pytest
 from ael_nb.core import EXIT_REQUEUE
@@ -59,6 +60,28 @@ def test_ael_launch_group_signal_exits_75(tmp_path, sig):
     assert p.returncode == EXIT_REQUEUE, err
     assert 'Traceback' not in err and f'exited with status {EXIT_REQUEUE}' in err
     assert_stopped_cleanly(out, procs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('sig', ['SIGUSR1', 'SIGTERM'])
+def test_ael_launch_returns_after_the_checkpoint_when_torchrun_ends_first(tmp_path, sig):
+    """<sig> to ael-launch's group and torchrun killed at once (as a scheduler or an unhandled signal ends it): ael-launch returns
+    only after both ranks ended and latest.pth holds the step they stopped at; it exits 75, and a second launch resumes."""
+    out = tmp_path / 'cpu' / 'drawn_seed0'
+    cmd = ['ael-launch', '--preset', 'cpu', '--gpus', '2', '--out-root', str(tmp_path)] + LONG
+    p, procs = start(cmd, out)
+    torchrun = procs[0]                                         # ael-launch's one child
+    assert 'torchrun' in Path(f'/proc/{torchrun}/cmdline').read_text()
+    os.killpg(p.pid, getattr(signal, sig)); os.kill(torchrun, signal.SIGKILL)
+    _, err = p.communicate(timeout=300)
+    left = alive(procs)                                         # at the moment ael-launch returned
+    assert p.returncode == EXIT_REQUEUE and left == [], (p.returncode, left, err)
+    stopped = int(re.search(r'SIG\w+ at step (\d+) of', err).group(1))   # rank 0's own words: which step it saved
+    assert read_checkpoint(out / 'latest.pth')['it'] == stopped
+    if sig != 'SIGUSR1': return                                 # the resume is the same after either signal
+    r = subprocess.run(cmd + [f'run.stop_at={stopped + 1}'], env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and '--resume' in r.stdout, r.stderr
+    assert read_checkpoint(out / 'latest.pth')['it'] == stopped + 1
 
 
 @pytest.mark.slow
