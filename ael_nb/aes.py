@@ -6,7 +6,7 @@ rates $s^c$ from the confidence bank (Eq. 8) and a random keep-mask $\mathbb{1}_
 # %% ../nbs/03_aes.ipynb #fdea7174
 from __future__ import annotations
 import torch
-from .core import IGNORE_INDEX
+from .core import IGNORE_INDEX, check_indices
 
 # %% auto #0
 __all__ = ['aes_rates', 'aes_mask']
@@ -20,8 +20,7 @@ def aes_rates(
     if beta < 0: raise ValueError(f"beta must be >= 0, got {beta}")
     short = (1 - conf.float()).clamp_min(0)
     worst = short.max()
-    if worst <= 0: return torch.ones_like(short)   # every class perfect: nothing to equalise
-    return (short / worst) ** beta
+    return torch.where(worst > 0, (short / torch.where(worst > 0, worst, 1)) ** beta, 1.)   # all perfect: all ones
 
 # %% ../nbs/03_aes.ipynb #8575d23f
 def aes_mask(
@@ -34,7 +33,7 @@ def aes_mask(
     "Keep each pixel with the sampling rate of its class (Eq. 9); ignored pixels are never kept."
     valid = class_map != ignore_index
     cls = torch.where(valid, class_map, 0)
-    if cls.numel() and (cls.min() < 0 or cls.max() >= len(rates)): raise ValueError(f"classes outside 0..{len(rates)-1} (and not {ignore_index})")
+    check_indices(cls, len(rates), f"classes outside 0..{len(rates)-1} (and not {ignore_index})")
     if not shared: u = torch.rand(class_map.shape, generator=generator, device=class_map.device)
     else:
         H, W = class_map.shape[-2:]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import torch
 from fastcore.basics import patch
-from .core import IGNORE_INDEX, all_reduce_sum
+from .core import IGNORE_INDEX, all_reduce_sum, check_indices
 
 # %% auto #0
 __all__ = ['INDICATORS', 'class_scores', 'class_stats', 'ConfidenceBank']
@@ -29,7 +29,7 @@ def class_scores(
     p = probs.detach().to(torch.promote_types(probs.dtype, torch.float32))
     valid = labels != ignore_index
     y = torch.where(valid, labels, 0).unsqueeze(1)
-    if y.numel() and (y.min() < 0 or y.max() >= p.shape[1]): raise ValueError(f"labels outside 0..{p.shape[1]-1} (and not {ignore_index})")
+    check_indices(y, p.shape[1], f"labels outside 0..{p.shape[1]-1} (and not {ignore_index})")
     if indicator == 'confidence': s = p.gather(1, y)[:, 0]
     elif indicator == 'margin':
         rival = p.scatter(1, y, -1.).amax(1)
@@ -50,10 +50,10 @@ def class_stats(
     B, C = probs.shape[:2]
     s = class_scores(probs, labels, indicator, ignore_index).double()
     valid = labels != ignore_index
-    img = torch.arange(B, device=labels.device).view(B, 1, 1).expand_as(labels)
-    bins = (img * C + labels)[valid]
-    sums = torch.zeros(B * C, dtype=torch.float64, device=probs.device).index_add_(0, bins, s[valid]).view(B, C)
-    counts = torch.bincount(bins, minlength=B * C).view(B, C).double()
+    img = torch.arange(B, device=labels.device).view(B, 1, 1)
+    bins = torch.where(valid, img * C + labels, B * C).flatten()      # ignored pixels: a spare last bin
+    add = lambda v: torch.zeros(B * C + 1, dtype=torch.float64, device=probs.device).index_add_(0, bins, v.flatten())[:-1].view(B, C)
+    sums, counts = add(s), add(torch.ones_like(s))
     if reduction == 'pixel': return sums.sum(0), counts.sum(0)
     present = counts > 0
     return torch.where(present, sums / counts.clamp_min(1), 0.).sum(0), present.sum(0).double()

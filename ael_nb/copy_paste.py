@@ -101,8 +101,9 @@ def adaptive_copy_paste(
     src = other_index(B, generator, dev) if src is None else src.to(dev)
     mask = torch.zeros_like(labels, dtype=torch.bool)
     chosen = torch.zeros(B, prob.numel(), dtype=torch.bool, device=dev)
-    todo = apply.nonzero().flatten().tolist() if B > 1 else []
-    if todo:
+    n = int(apply.sum()) if B > 1 else 0       # the one host read: how many sources to jitter (see below)
+    if n:
+        todo = apply.long().argsort(descending=True, stable=True)[:n]   # the images that get a paste, in order
         src_img, src_lab = images.clone(), torch.full_like(labels, ignore_index)
         src_img[todo], src_lab[todo] = large_scale_jitter(images[src[todo]], labels[src[todo]], scale, flip,
                                                           generator, ignore_index)

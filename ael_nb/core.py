@@ -5,20 +5,25 @@ name the bad file, ranks and all-reduce, devices and precision, atomic writes, s
 
 # %% ../nbs/00_core.ipynb #c565a283
 from __future__ import annotations
-import argparse, os, hashlib, platform, random, sys, tempfile
+import argparse, os, hashlib, importlib, platform, random, sys, tempfile, traceback
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.distributed as dist
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'DatasetInfo', 'DataError', 'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready',
-           'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers',
-           'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported', 'device_name', 'resolve_amp',
-           'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal', 'sha256_file', 'seed_everything',
-           'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index']
+__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERMINISTIC_CUDA', 'DatasetInfo', 'DataError', 'Parser', 'arg_type',
+           'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max',
+           'resolve_device', 'average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported',
+           'device_name', 'resolve_amp', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal',
+           'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index',
+           'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -265,3 +270,106 @@ def other_index(
     if n < 2: return torch.zeros(n, dtype=torch.long, device=device)
     shift = 1 + (draw(n, generator, device) * (n - 1)).long().clamp(max=n - 2)
     return (torch.arange(n, device=device) + shift) % n
+
+# %% ../nbs/00_core.ipynb #d50cdc9b
+SYNC_OPS = {'_local_scalar_dense', 'nonzero', 'unique_dim', '_unique', '_unique2', 'unique_consecutive',
+            'unique_dim_consecutive', 'masked_select', 'equal', 'bincount'}   # aten ops that read values to the host
+_MASK_INDEXED = {'index', 'index_put', 'index_put_', '_index_put_impl_'}     # ... when an index is a bool mask
+_HOST_COPIES = {'tolist', 'numpy', 'cpu'}                                     # Tensor methods that copy to the host
+
+def _sync_op(func, args, kwargs) -> str|None:
+    "The name under which a dispatched aten op counts as a host synchronisation, or None."
+    name = func.overloadpacket.__name__
+    if name in SYNC_OPS: return name
+    if name == 'repeat_interleave' and torch.is_tensor(args[0]) and (kwargs or {}).get('output_size') is None: return name
+    if name in _MASK_INDEXED and any(torch.is_tensor(i) and i.dtype in (torch.bool, torch.uint8) for i in args[1] if i is not None):
+        return f'{name} (bool mask)'
+    return None
+
+# %% ../nbs/00_core.ipynb #785c2555
+def _where(depth: int) -> str:
+    "The innermost `depth` calling lines in `ael_nb` (else the innermost outside torch), innermost first."
+    pkg = Path(importlib.import_module('ael_nb').__file__).resolve().parent
+    frames = [f for f in reversed(traceback.extract_stack()) if '/torch/' not in f.filename
+              and f.name not in ('_where', 'add', '__torch_dispatch__', '__torch_function__')]
+    own = [f for f in frames if Path(f.filename).resolve().parent == pkg]
+    return ' <- '.join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in (own or frames)[:depth])
+
+class SyncCount:
+    "Host synchronisations seen by `count_syncs`: `ops` (name -> count) and `sites` ((name, where) -> count)."
+    def __init__(self, depth: int = 2): self.ops, self.sites, self.depth = Counter(), Counter(), depth
+    def add(self, name: str): self.ops[name] += 1; self.sites[(name, _where(self.depth))] += 1
+    @property
+    def total(self) -> int: return sum(self.ops.values())
+    def __repr__(self):
+        lines = [f"{n:3d} {op:24s} {where}" for (op, where), n in self.sites.most_common()]
+        return '\n'.join([f"{self.total} host synchronisations:"] + lines)
+
+class _SyncOps(TorchDispatchMode):
+    def __init__(self, count): super().__init__(); self.count = count
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if (name := _sync_op(func, args, kwargs)) is not None: self.count.add(name)
+        return func(*args, **(kwargs or {}))
+
+class _HostCopies(TorchFunctionMode):
+    def __init__(self, count): super().__init__(); self.count = count
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if (name := getattr(func, '__name__', '')) in _HOST_COPIES: self.count.add(f'{name} (to host)')
+        return func(*args, **(kwargs or {}))
+
+@contextmanager
+def count_syncs(depth: int = 2,  # calling lines kept per site
+               ):                # yields a `SyncCount`, filled as the enclosed code runs
+    "Count the host synchronisations of the enclosed code (forward and backward), by op and by calling line."
+    count = SyncCount(depth)
+    with _HostCopies(count), _SyncOps(count): yield count
+
+# %% ../nbs/00_core.ipynb #9792f575
+def check_indices(x: torch.Tensor,  # integer tensor of indices into something of length `n`
+                  n: int,           # valid indices are 0..n-1
+                  message: str,     # the error, e.g. "labels outside 0..18"
+                 ):
+    "Fail with `message` where an entry of `x` lies outside 0..n-1, without reading `x` to the host (see above)."
+    torch._assert_async(((x >= 0) & (x < n)).all(), message)
+
+# %% ../nbs/00_core.ipynb #ff931d48
+def set_deterministic(on: bool,                 # `run.deterministic`
+                      benchmark: bool = False,  # `run.cudnn_benchmark` (refused with `on`: autotuning picks per run)
+                     ):
+    "Same seed and settings, same numbers on the same GPU type and software (`on`), or PyTorch's fast defaults."
+    if on and benchmark: raise ValueError("run.deterministic=true needs run.cudnn_benchmark=false: the autotuner's "
+                                          "choice of algorithm differs from run to run")
+    if on: os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')
+    torch.use_deterministic_algorithms(on)
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = on, benchmark
+
+# %% ../nbs/00_core.ipynb #68d3f23a
+_always = lambda args, kwargs: True
+NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); torch 2.14's list, backward ops for "differentiate"
+    **dict.fromkeys(['avg_pool3d_backward', '_adaptive_avg_pool2d_backward', '_adaptive_avg_pool3d_backward',
+                     'adaptive_max_pool2d_backward', 'fractional_max_pool2d_backward', 'fractional_max_pool3d_backward',
+                     'max_unpool2d', 'max_unpool3d', 'upsample_linear1d_backward', 'upsample_bilinear2d_backward',
+                     'upsample_bicubic2d_backward', 'upsample_trilinear3d_backward', 'reflection_pad1d_backward',
+                     'reflection_pad2d_backward', 'reflection_pad3d_backward', '_ctc_loss_backward', 'histc',
+                     'grid_sampler_2d_backward', 'grid_sampler_3d_backward', 'put_',
+                     '_embedding_bag_backward'], _always),                   # EmbeddingBag: mode='max' only, listed whole
+    'nll_loss_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,     # NLLLoss: 'none' is fine
+    'nll_loss2d_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,
+    'bincount': lambda a, k: (a[1] if len(a) > 1 else k.get('weights')) is not None,
+    'median': lambda a, k: len(a) > 1 or 'dim' in k,                                             # with indices
+    'scatter_reduce': lambda a, k: (a[4] if len(a) > 4 else k.get('reduce')) == 'prod',
+}
+
+class _OpRecorder(TorchDispatchMode):
+    def __init__(self, found): super().__init__(); self.found = found
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name, kwargs = func.overloadpacket.__name__, kwargs or {}
+        if name not in NONDETERMINISTIC_CUDA: name = name.rstrip('_')       # in place: as the op
+        if name in NONDETERMINISTIC_CUDA and NONDETERMINISTIC_CUDA[name](args, kwargs): self.found[name] += 1
+        return func(*args, **kwargs)
+
+@contextmanager
+def cuda_nondeterministic_ops():    # yields a Counter: op name -> calls, filled as the enclosed code runs
+    "Record the ops of the enclosed code (forward and backward) that have no deterministic CUDA kernel."
+    found = Counter()
+    with _OpRecorder(found): yield found

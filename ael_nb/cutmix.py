@@ -297,13 +297,11 @@ def class_mask(
     classes: torch.Tensor,  # long [B] one class per map
 ) -> torch.Tensor:  # bool [B,H,W]: probs.argmax(1) == classes[b]
     "Where each map's argmax is its class (ties to the lower class, as `argmax`), without a full argmax."
-    B = probs.shape[0]
+    B, C = probs.shape[:2]
     c = torch.as_tensor(classes, device=probs.device).long().view(B, 1, 1, 1)
-    top = probs.amax(1, keepdim=True)
-    m = (probs.gather(1, c.expand(B, 1, *probs.shape[2:])) == top)[:, 0]
-    b, y, x = m.nonzero(as_tuple=True)
-    m[b, y, x] = probs[b, :, y, x].argmax(1) == c.view(-1)[b]   # ties: the first maximum wins
-    return m
+    top = probs == probs.amax(1, keepdim=True)                       # every class at the maximum
+    below = torch.arange(C, device=probs.device).view(1, C, 1, 1) < c  # ties: a lower class wins
+    return top.gather(1, c.expand(B, 1, *probs.shape[2:]))[:, 0] & ~(top & below).any(1)
 
 # %% ../nbs/13_cutmix.ipynb #5d9f5341
 def acm_boxes(

@@ -7,6 +7,7 @@ an optional auxiliary FCN head, ImageNet weights (torchvision's, or the authors'
 from __future__ import annotations
 import re, warnings
 from contextlib import contextmanager, nullcontext
+from functools import lru_cache
 from pathlib import Path
 import torch
 from torch import nn
@@ -21,8 +22,8 @@ from .core import DataError, unseal
 
 # %% auto #0
 __all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'resnet_backbone', 'conv_bn_relu', 'ASPP',
-           'DeepLabV3Plus', 'build_model', 'read_state_dict', 'unwrap', 'load_backbone', 'imagenet_url',
-           'imagenet_checkpoint', 'load_pretrained', 'param_groups']
+           'interp_matrix', 'resize_bilinear', 'DeepLabV3Plus', 'build_model', 'read_state_dict', 'unwrap',
+           'load_backbone', 'imagenet_url', 'imagenet_checkpoint', 'load_pretrained', 'param_groups']
 
 # %% ../nbs/05_model.ipynb #1a78d2ac
 RESNETS = dict(resnet18=resnet.resnet18, resnet34=resnet.resnet34,
@@ -91,9 +92,31 @@ class ASPP(nn.Module):
         pooled = self.pool(x).expand(-1, -1, *x.shape[-2:])
         return self.project(torch.cat([b(x) for b in self.branches] + [pooled], 1))
 
-# %% ../nbs/05_model.ipynb #74508523
-def _up(x, size): return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
+# %% ../nbs/05_model.ipynb #98d3f395
+@lru_cache(maxsize=64)
+def interp_matrix(n_in: int, n_out: int,  # input and output length
+                  device=None, dtype=torch.float32,
+                 ) -> torch.Tensor:       # [n_out, n_in], each row two weights summing to 1 (cached: do not modify)
+    "The weights of 1-D linear interpolation from `n_in` to `n_out` samples, as `F.interpolate(..., align_corners=False)`."
+    src = ((torch.arange(n_out, dtype=torch.float64, device=device) + 0.5) * (n_in / n_out) - 0.5).clamp_min(0)
+    i0 = src.floor().long().clamp(max=n_in - 1)
+    w1, rows = src - i0, torch.arange(n_out, device=device)
+    A = torch.zeros(n_out, n_in, dtype=torch.float64, device=device).index_put_((rows, i0), 1 - w1, accumulate=True)
+    return A.index_put_((rows, (i0 + 1).clamp(max=n_in - 1)), w1, accumulate=True).to(dtype)
 
+def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
+                    size,              # (h, w) of the result
+                    deterministic: bool = False,  # two matrix products (deterministic backward on CUDA), else `F.interpolate`
+                   ) -> torch.Tensor:  # [B,C,h,w]
+    "Bilinear resizing (`align_corners=False`); `deterministic`: as products with `interp_matrix`, whose CUDA backward is deterministic."
+    if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
+    (H, W), (h, w) = x.shape[-2:], size
+    nhwc = x.is_contiguous(memory_format=torch.channels_last)                            # `model.channels_last`
+    y = x @ interp_matrix(W, w, x.device, x.dtype).T                                    # [B,C,H,w]
+    y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
+    return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)   # as `F.interpolate` lays it out
+
+# %% ../nbs/05_model.ipynb #74508523
 @contextmanager
 def _keep_bn_stats(module: nn.Module):
     "Restore the BatchNorm running statistics of `module` on exit: a recomputed forward must not count its batch twice."
@@ -113,7 +136,8 @@ class DeepLabV3Plus(nn.Module):
                  aux: bool = False,               # FCN head on `layer3`, output `aux` in training mode
                  pretrained: str | Path | None = None,  # 'imagenet', a backbone checkpoint path, or None (see `load_pretrained`)
                  dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
-                 checkpointing: bool = False):    # training: recompute each residual block in the backward pass (less memory)
+                 checkpointing: bool = False,     # training: recompute each residual block in the backward pass (less memory)
+                 deterministic: bool = False):    # resize with `resize_bilinear`'s products: a deterministic CUDA backward
         super().__init__()
         net = resnet_backbone(backbone, output_stride, deep_stem)
         e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
@@ -125,7 +149,7 @@ class DeepLabV3Plus(nn.Module):
         self.classifier = nn.Conv2d(256, num_classes, 1)
         self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
         self.num_classes, self.output_stride, self.deep_stem, self.backbone_name = num_classes, output_stride, deep_stem, backbone
-        self.checkpointing = checkpointing
+        self.checkpointing, self.deterministic = checkpointing, deterministic
         if pretrained is not None: load_pretrained(self, pretrained)
 
     def features(self, x) -> dict:
@@ -142,8 +166,8 @@ class DeepLabV3Plus(nn.Module):
     def decode(self, low, high, size) -> torch.Tensor:
         "Logits at `size` from the backbone's `low` and `high` maps: ASPP, decoder, classifier."
         low = self.reduce(low)
-        y = torch.cat([_up(self.aspp(high), low.shape[-2:]), low], 1)
-        return _up(self.classifier(self.decoder(y)), size)
+        y = torch.cat([resize_bilinear(self.aspp(high), low.shape[-2:], self.deterministic), low], 1)
+        return resize_bilinear(self.classifier(self.decoder(y)), size, self.deterministic)
 
     def forward(self, x,
                 fp: float = 0.0):  # > 0: also `fp`, the logits decoded from Dropout2d(fp) of the encoder features (UniMatch)
@@ -152,7 +176,7 @@ class DeepLabV3Plus(nn.Module):
         else:                                       # one decoder pass over clean and perturbed features, as UniMatch's
             both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
             out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
-        if self.aux_classifier is not None and self.training: out['aux'] = _up(self.aux_classifier(f['mid']), x.shape[-2:])
+        if self.aux_classifier is not None and self.training: out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic)
         return out
 
 # %% ../nbs/05_model.ipynb #43249200
@@ -182,8 +206,8 @@ def read_state_dict(path,                # checkpoint file
         raise DataError(path, f'not a readable {"" if trusted else "weights-only "}torch checkpoint '
                               f'({type(e).__name__}: {str(e).strip().splitlines()[0][:120]}){hint}') from e
     if isinstance(obj, dict) and obj.get('digest') is not None: obj = unseal(obj, path)   # a kit checkpoint proves its content
-    while isinstance(obj, dict) and isinstance(obj.get('state_dict', obj.get('model')), dict):
-        obj = obj.get('state_dict', obj.get('model'))
+    inner = lambda o: next((o[k] for k in ('state_dict', 'model', 'teacher', 'student') if isinstance(o.get(k), dict)), None)
+    while isinstance(obj, dict) and inner(obj) is not None: obj = inner(obj)   # a kit run's best.pth: its teacher (the evaluated model)
     sd = {}
     for k, v in (obj.items() if isinstance(obj, dict) else ()):
         if not torch.is_tensor(v): continue

@@ -23,8 +23,8 @@ def sampling_prob(
     x = (1 - conf.float()).clamp_min(0)
     if sqrt: x = x.sqrt()
     logits = x / temperature
-    ex = torch.tensor([int(i) for i in exclude], dtype=torch.long, device=conf.device)
-    if ex.numel() and (ex.min() < 0 or ex.max() >= len(conf)): raise ValueError(f"exclude {ex.tolist()} outside 0..{len(conf)-1}")
-    logits[ex] = -torch.inf
-    if ex.unique().numel() == len(conf): raise ValueError(f"all {len(conf)} classes excluded: nothing to sample")
+    ex = [int(i) for i in exclude]                   # settings: checked on the host, where they already are
+    if any(not 0 <= i < len(conf) for i in ex): raise ValueError(f"exclude {ex} outside 0..{len(conf)-1}")
+    if len(set(ex)) == len(conf): raise ValueError(f"all {len(conf)} classes excluded: nothing to sample")
+    for i in ex: logits[i] = -torch.inf
     return logits.softmax(0)

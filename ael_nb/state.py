@@ -55,7 +55,8 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
     mc, oc, me = cfg.model, cfg.optim, cfg.method
     student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained,
-                          dropout=mc.dropout, checkpointing=mc.checkpointing).to(device)
+                          dropout=mc.dropout, checkpointing=mc.checkpointing,
+                          deterministic=cfg.run.deterministic).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
     teacher = make_teacher(student) if me.name != 'supervised' else None
     if mc.compile:                                  # in place: parameter names and checkpoints stay the same

@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.distributed as dist
 from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
-                         seed_everything, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
+                         seed_everything, set_deterministic, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
                          average_buffers, peak_memory_gb, rank_values)
 from .config import Config, save_config, resolved, check_classes
 from .teacher import ema_update
@@ -119,7 +119,8 @@ def setup(cfg: Config,
     if cfg.run.threads: torch.set_num_threads(cfg.run.threads)
     device = resolve_device(cfg.run.device)
     owns_group = init_distributed(device.type)
-    if device.type == 'cuda': torch.cuda.set_device(device); torch.backends.cudnn.benchmark = cfg.run.cudnn_benchmark
+    if device.type == 'cuda': torch.cuda.set_device(device)
+    set_deterministic(cfg.run.deterministic, cfg.run.cudnn_benchmark)      # before any model: cuBLAS reads its setting once
     as_given, cfg = cfg, resolved(cfg)   # config.yaml keeps what was asked; the run: what resolves
     cfg.optim.amp = resolve_amp(as_given.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda':
