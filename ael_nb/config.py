@@ -81,6 +81,7 @@ class OptimConfig:
 @dataclass
 class MethodConfig:
     "The semi-supervised method and every switch of the ablations (Tables 5-10)."
+    framework = None                        # not a key: `resolved` sets it on its copy (`framework(m)`)
     name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'] = 'ael'
     base: Literal['cutmix', 'fixmatch', 'unimatch'] = 'cutmix'  # the basic framework under name='ael' (paper: cutmix)
     alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10); paper 1.0; from scratch, 0.5 holds the head classes at 1600 steps (bench/RESULTS.md)
@@ -204,10 +205,11 @@ def framework(m: MethodConfig) -> str:
     return m.base if m.name == 'ael' else m.name
 
 def resolved(cfg: Config) -> Config:
-    "A copy of `cfg` with AEL's components left at None filled in: on under 'ael', off under every other method."
+    "A copy of `cfg` with AEL's components left at None filled in (on under 'ael', off under every other method), and its `framework`."
     cfg = copy.deepcopy(cfg)
     for p in AEL_PARTS:
         if getattr(cfg.method, p) is None: setattr(cfg.method, p, cfg.method.name == 'ael')
+    cfg.method.framework = framework(cfg.method)   # read by the plan and the registry, which need not call back here
     return cfg
 
 # %% ../nbs/14_config.ipynb #78549a4e

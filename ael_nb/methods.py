@@ -5,7 +5,7 @@
 
 # %% ../nbs/18c_methods.ipynb #bda140bf
 from __future__ import annotations
-from .config import MethodConfig, AEL_PARTS, framework
+from .config import MethodConfig, AEL_PARTS
 from .steps import supervised_step, meanteacher_step, cutmix_step, ael_step
 from .fixmatch import fixmatch_step
 from .unimatch import unimatch_step
@@ -19,5 +19,5 @@ METHODS = dict(supervised=supervised_step, meanteacher=meanteacher_step, cutmix=
 
 def step_function(m: MethodConfig):
     "The step a method trains with: its framework's, or `ael_step` where AEL's components sit on the CutMix framework."
-    if framework(m) == 'cutmix' and (m.name == 'ael' or any(getattr(m, p) for p in AEL_PARTS)): return METHODS['ael']
-    return METHODS[framework(m)]
+    if m.framework == 'cutmix' and (m.name == 'ael' or any(getattr(m, p) for p in AEL_PARTS)): return METHODS['ael']
+    return METHODS[m.framework]

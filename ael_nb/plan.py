@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 from .core import DatasetInfo, DataError, rank, world_size, make_generator
-from .config import Config, framework, FRAMEWORKS
+from .config import Config, FRAMEWORKS
 from .datasets import get_dataset
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
@@ -162,7 +162,7 @@ def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 
         raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, "
                          f"but each rank holds {b_l} ({where}); "
                          "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
-    if framework(m) in FRAMEWORKS and not m.acm and b_u < 2:
+    if m.framework in FRAMEWORKS and not m.acm and b_u < 2:
         raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, "
                          f"but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
                          "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")

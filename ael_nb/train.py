@@ -130,39 +130,38 @@ def setup(cfg: Config,
     check_micro_batches(cfg, device.type)
     seed_everything(cfg.run.seed)
     lock = claim_run_dir(cfg.run.out, cfg.run.resume, cfg.run.overwrite)    # another run's folder is refused here
-    try: return _build_run(cfg, as_given, init, device, owns_group, lock)
+    try:
+        out = Path(cfg.run.out)
+        changes = check_resume(as_given, out) if cfg.run.resume else []   # a resumed run keeps its settings unless told
+        data = build_data(cfg)                                         # fails here on bad files
+        if cfg.method.name != 'supervised' and data.unlabeled is None:
+            raise ValueError(f"method {cfg.method.name!r} needs unlabeled images; the manifest has none")
+        S = build_state(cfg, data, device)
+        if cfg.run.resume: load_checkpoint(S, _latest(out))
+        elif init is not None: load_checkpoint(S, init)
+        check_classes(cfg, data.info.num_classes, data.info.name)      # the preset's class ids against the dataset's
+        stop = min(cfg.optim.iters, cfg.run.stop_at) if cfg.run.stop_at is not None else cfg.optim.iters
+        if is_main():
+            out.mkdir(parents=True, exist_ok=True)
+            save_config(as_given, out / 'config.yaml')
+            atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
+                labeled=len(data.labeled), unlabeled=_n_unlabeled(data)), indent=1))
+            if cfg.run.progress: print(_banner(cfg, as_given, data, device, f"steps {S.it}..{stop} of {cfg.optim.iters}"))
+        log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
+        if changes:
+            log.write(dict(it=S.it, config_changes=changes))
+            if is_main(): print(f"resumed at step {S.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
+        return Run(cfg, data, S, device, log, stop, Held(lock, owns_group))
     except BaseException:
         if lock is not None: lock.release()
         raise
 
 # %% ../nbs/20_train.ipynb #2e4755e8
-def _build_run(cfg: Config, as_given: Config, init: str|Path|None, device: torch.device, owns_group: bool,
-               lock: RunLock|None) -> Run:
-    "`setup`'s work once the run folder is claimed: data, state (fresh, resumed or from `init`), run directory and log."
-    out = Path(cfg.run.out)
-    changes = check_resume(as_given, out) if cfg.run.resume else []   # a resumed run keeps its settings unless told
-    data = build_data(cfg)                                         # fails here on bad files
-    check_classes(cfg, data.info.num_classes, data.info.name)      # the preset's class ids against the dataset's
-    if cfg.method.name != 'supervised' and data.unlabeled is None:
-        raise ValueError(f"method {cfg.method.name!r} needs unlabeled images; the manifest has none")
-    S = build_state(cfg, data, device)
+def _latest(out: Path) -> Path:
+    "The checkpoint a resumed run continues; a clear error where there is none."
     latest = out / 'latest.pth'
-    if cfg.run.resume:
-        if not latest.exists(): raise DataError(latest, 'cannot resume: no checkpoint in the run directory')
-        load_checkpoint(S, latest)
-    elif init is not None: load_checkpoint(S, init)
-    stop = min(cfg.optim.iters, cfg.run.stop_at) if cfg.run.stop_at is not None else cfg.optim.iters
-    if is_main():
-        out.mkdir(parents=True, exist_ok=True)
-        save_config(as_given, out / 'config.yaml')
-        atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
-            labeled=len(data.labeled), unlabeled=_n_unlabeled(data)), indent=1))
-        if cfg.run.progress: print(_banner(cfg, as_given, data, device, f"steps {S.it}..{stop} of {cfg.optim.iters}"))
-    log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
-    if changes:
-        log.write(dict(it=S.it, config_changes=changes))
-        if is_main(): print(f"resumed at step {S.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
-    return Run(cfg, data, S, device, log, stop, Held(lock, owns_group))
+    if not latest.exists(): raise DataError(latest, 'cannot resume: no checkpoint in the run directory')
+    return latest
 
 def _n_unlabeled(data: RunData) -> int: return 0 if data.unlabeled is None else len(data.unlabeled)
 
