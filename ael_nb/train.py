@@ -29,7 +29,7 @@ from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, ag
                            check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
-__all__ = ['Run', 'setup', 'train']
+__all__ = ['ESTIMATE_AFTER', 'Run', 'setup', 'duration_line', 'train']
 
 # %% ../nbs/20_train.ipynb #d100f8ba
 class Run:
@@ -44,6 +44,7 @@ class Run:
         self.dl_l, self.dl_u = self._loaders()
         self.cms, self.summaries = {}, {}                               # the last evaluation
         self.n_img, self.t0, self.t_start = 0, time.time(), time.time()   # images and time since the last log line
+        self.first_it, self.t_estimate = S.it, None                     # where this process started; `estimate`'s clock
         self.signals = StopSignals()
         self.saves = SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes)
         self.stopping = self.late = False; self.skipped_in_a_row = 0   # what the ranks agreed on at the last step
@@ -321,12 +322,36 @@ def finish(self: Run) -> dict:
     self.close()
     return summary
 
+# %% ../nbs/20_train.ipynb #5e7a1c21
+ESTIMATE_AFTER = 20   # steps timed (after the first) before a run says how long the rest takes here
+
+def duration_line(step_s: float,  # seconds one step took here
+                  steps: int,     # steps left
+                  evals: int = 0, # evaluations left
+                 ) -> str:
+    "The seconds a step takes and about how long the steps left take, in minutes."
+    m = step_s * steps / 60
+    about = f"about {max(1, round(m))} min" if m >= .5 else 'under a minute'
+    more = f", plus {evals} evaluation{'s' * (evals != 1)}" if evals else ''
+    return f"{step_s:.2f} s a step here: {about} for the {steps} steps left on this machine{more}"
+
+@patch
+def estimate(self: Run):
+    "Time the `ESTIMATE_AFTER` steps after this process's first; then print (once, main rank, `run.progress`) how long the rest takes."
+    n = self.it - self.first_it
+    if n == 1: self.t_estimate = time.time()
+    elif n == ESTIMATE_AFTER + 1 and self.it < self.stop and self.cfg.run.progress and is_main():
+        iv, iters = self.cfg.eval.interval, self.cfg.optim.iters
+        evals = sum(1 for k in range(self.it + 1, self.stop + 1) if (iv and k % iv == 0) or k == iters)
+        self.bar.write(duration_line((time.time() - self.t_estimate) / ESTIMATE_AFTER, self.stop - self.it, evals))
+
 # %% ../nbs/20_train.ipynb #ea3ebe5d
 def train(cfg: Config) -> dict:
     "Run (or resume) the training described by `cfg`; returns the final summary (also in summary.json)."
     with setup(cfg) as run, run.signals:
         while run.it < run.stop:
             run.step()
+            run.estimate()                                          # after the first steps: how long the rest takes here
             if run.stopping: run.preempt()                          # SIGTERM, SIGUSR1, SIGINT: checkpoint, `Preempted`
             if run.eval_due(): run.evaluate()
             elif run.save_due(): run.save()
