@@ -118,9 +118,9 @@ GRIDS.update({
                                | _story({'fixmatch student-labeled': ['method.name=fixmatch', 'method.teacher=student'],
                                          'unimatch student-labeled': ['method.name=unimatch', 'method.teacher=student']}),
                        baseline='supervised', ceiling='full'),
-    # the default run (`ael-train`) beside supervised training and the fully-labeled ceiling (give --dataset synthetic64
-    # --iters 800): the cells its closing summary compares with; bf16 as `ael-train` runs where the processor has bf16
-    # kernels, and the same rows in fp32 (what it runs elsewhere)
+    # the candidate default run (give --dataset synthetic64 --iters 800: AEL as `ael-train` runs it) beside supervised
+    # training and the fully-labeled ceiling: the cells its closing summary would compare with; bf16 as `ael-train`
+    # runs where the processor has bf16 kernels, and the same rows in fp32 (what it runs elsewhere)
     'default': dict(variants=_story({'supervised': ['method.name=supervised'], 'ael': ['method.name=ael'] + HALF})
                              | {'full': FULL + BF16, 'supervised fp32': ['method.name=supervised'] + RAMP,
                                 'ael fp32': ['method.name=ael'] + HALF + RAMP, 'full fp32': FULL},
@@ -145,8 +145,8 @@ SETTINGS = {
     'synthetic96': dict(iters=400, manifests='synthetic',
                         overrides=['data.dataset=synthetic', 'data.synthetic_size=[96,128]', 'data.crop_size=[96,128]',
                                    'data.scale=[1.0,1.0]', 'data.batch_size=8', 'eval.protocol=whole']),
-    # the default run's setting since 2026-11-28 (the `cpu` preset; the one above is the `cpu96` preset's): whole 64x96
-    # scenes, batch 4 (+ 4 unlabeled), about 0.2 of the 96x128 step's work (results/levers_cpu_avx2_*.md)
+    # the candidate for a cheaper default run (issue 31; the one above is the `cpu` preset's): whole 64x96 scenes,
+    # batch 4 (+ 4 unlabeled), 0.32x the 96x128 batch-8 step's CPU time in fp32 on AVX2 (results/levers_cpu_avx2_*.md)
     'synthetic64': dict(iters=800, manifests='synthetic',
                         overrides=['data.dataset=synthetic', 'data.synthetic_size=[64,96]', 'data.crop_size=[64,96]',
                                    'data.scale=[1.0,1.0]', 'data.batch_size=4', 'eval.protocol=whole']),
