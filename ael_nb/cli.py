@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
-from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, load_config, apply_overrides, validate, unused,
+from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
                            valid_keys, to_dict, flat_items)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
@@ -84,7 +84,7 @@ def resumed_config(a: argparse.Namespace, overrides: list[str]) -> Config:
         if not a.allow_changes:
             raise ValueError(f"--preset {a.preset}: the run in {out} started from preset {cfg.preset!r}, and --resume continues it with its "
                              "settings; drop --preset, or accept a new base with --allow-changes")
-        cfg = get_preset(a.preset)
+        cfg = asked_preset(a.preset)
     cfg.run.allow_changes, cfg.run.stop_at = False, None   # decided by each command, never inherited (a stop_at reached would stop at once)
     if a.config: cfg = load_config(a.config, base=cfg)
     return validate(apply_overrides(cfg, overrides))

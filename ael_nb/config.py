@@ -6,7 +6,7 @@ defaults, named presets, every ablation of Tables 5-10 as a switch, YAML in and 
 
 # %% ../nbs/14_config.ipynb #3a6fcb47
 from __future__ import annotations
-import dataclasses, math, re, typing, types
+import copy, dataclasses, math, re, typing, types
 from fractions import Fraction
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -17,9 +17,10 @@ from .core import DataError, atomic_write_text
 # %% auto #0
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
            'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
-           'framework', 'resolve_method', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc',
-           'ade20k', 'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'get_preset', 'save_config',
-           'load_config', 'get_config', 'authors', 'weak_to_strong', 'Difference', 'preset_values', 'differences_table']
+           'framework', 'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k',
+           'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
+           'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes', 'Difference',
+           'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -89,7 +90,7 @@ class MethodConfig:
     pl_threshold: float = 0.0               # pseudo-labels below this teacher confidence are ignored (code: 0 / VOC 0.7)
     unsup_per_image: bool = True            # Eq. 11 normalised per image (paper) or over the batch
     # AEL components (Table 5), on any basic framework (cutmix, fixmatch, unimatch); all False = the basic framework
-    # None: on under name='ael', off under the basic frameworks (`resolve_method` fills them in)
+    # None: on under name='ael', off under the basic frameworks (`resolved` fills them in)
     dr: bool|None = None                    # dynamic re-weighting (Eq. 10-11)
     aes: bool|None = None                   # adaptive equalization sampling (Eq. 8-9)
     acm: bool|None = None                   # adaptive CutMix (Eq. 7); off = plain CutMix
@@ -201,8 +202,9 @@ def framework(m: MethodConfig) -> str:
     "The basic framework a method trains with: `base` under 'ael', else the method itself."
     return m.base if m.name == 'ael' else m.name
 
-def resolve_method(cfg: Config) -> Config:
-    "Fill AEL's components left at None (in place): on under 'ael', off under every other method."
+def resolved(cfg: Config) -> Config:
+    "A copy of `cfg` with AEL's components left at None filled in: on under 'ael', off under every other method."
+    cfg = copy.deepcopy(cfg)
     for p in AEL_PARTS:
         if getattr(cfg.method, p) is None: setattr(cfg.method, p, cfg.method.name == 'ael')
     return cfg
@@ -447,7 +449,7 @@ def validate(cfg: Config) -> Config:
 
 # %% ../nbs/14_config.ipynb #c4d9e2a1
 _AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part) is None else getattr(c.method, part)),
-                     f"method.{part}=true")   # AEL's parts on whichever method uses them (None: on under 'ael', `resolve_method`)
+                     f"method.{part}=true")   # AEL's parts on whichever method uses them (None: on under 'ael', `resolved`)
 _SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
 USED_WHEN = {
@@ -484,16 +486,20 @@ def flat_items(d: dict, prefix: str = ''):
 def from_dict(d: dict, base: Config|None = None) -> Config:
     "A `Config` from a nested dict; a top-level `preset` key picks the base preset (else `base`, else the defaults)."
     d = dict(d or {})
-    cfg = get_preset(d['preset']) if 'preset' in d else base if base is not None else Config()
+    cfg = asked_preset(d['preset']) if 'preset' in d else base if base is not None else Config()
     for k, v in flat_items(d):
         if k == 'preset': cfg.preset = str(v); continue
         set_key(cfg, k, v)
     return cfg
 
-def get_preset(name: str) -> Config:
-    "A fresh copy of the named preset."
+def asked_preset(name: str) -> Config:
+    "What the named preset asks for (AEL's components may be None: they follow `method.name`); the base of files and overrides."
     if name not in PRESETS: raise KeyError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
     return PRESETS[name]()
+
+def get_preset(name: str) -> Config:
+    "The named preset, `resolved` and validated: a fresh copy a run can use as it is."
+    return validate(resolved(asked_preset(name)))
 
 # %% ../nbs/14_config.ipynb #aea5132c
 def save_config(cfg: Config, path) -> Path:
@@ -516,10 +522,10 @@ def load_config(path, base: Config|None = None) -> Config:
     except ValueError as e: raise DataError(p, str(e)) from None
 
 def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
-    "Preset, then YAML file (if any), then `key=value` overrides, then `validate`: the configuration a run uses."
-    cfg = get_preset(preset)
+    "Preset, then YAML file (if any), then `key=value` overrides, then `resolved`: the configuration a run uses."
+    cfg = asked_preset(preset)
     if config is not None: cfg = load_config(config, base=cfg)
-    return validate(resolve_method(apply_overrides(cfg, overrides)))
+    return validate(resolved(apply_overrides(cfg, overrides)))
 
 # %% ../nbs/14_config.ipynb #8ffb4b58
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
@@ -531,13 +537,16 @@ _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train
 AUTHORS = dict(cityscapes=_AUTHORS_COMMON + ['method.r_star=0.01', 'method.acm_min_area=0.005'],
                voc=_AUTHORS_COMMON + ['method.cp_exclude=0,1,2,8,10'])
 
-def authors(dataset: str) -> Config:
-    "The `dataset` preset with the authors' code's settings (`AUTHORS[dataset]`): what produced the paper's tables."
+def _authors(dataset: str) -> Config:
     c = apply_overrides(PRESETS[dataset](), AUTHORS[dataset])
     c.preset = f'{dataset}-authors'
     return c
 
-PRESETS.update({f'{d}-authors': (lambda d=d: authors(d)) for d in AUTHORS})
+PRESETS.update({f'{d}-authors': (lambda d=d: _authors(d)) for d in AUTHORS})
+
+def authors(dataset: str) -> Config:
+    "The `dataset` preset with the authors' code's settings (`AUTHORS[dataset]`), resolved: what produced the paper's tables."
+    return get_preset(f'{dataset}-authors')
 
 # %% ../nbs/14_config.ipynb #afa9815a
 _W2S_COMMON = ['method.teacher=student', 'method.conf_thresh=0.95', 'optim.weight_decay=1e-4', 'model.aux=false',
@@ -548,14 +557,34 @@ WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001',
                                                 'optim.sup_loss=ohem', 'model.backbone=resnet50',
                                                 'model.output_stride=8'])
 
-def weak_to_strong(dataset: str, method: str) -> Config:
-    "The `dataset` preset with `method` ('fixmatch' or 'unimatch') at its authors' values (`WEAK_TO_STRONG[dataset]`)."
+def _weak_to_strong(dataset: str, method: str) -> Config:
     c = apply_overrides(PRESETS[dataset](), WEAK_TO_STRONG[dataset] + [f'method.name={method}'])
     c.preset = f'{dataset}-{method}'
     return c
 
-PRESETS.update({f'{d}-{m}': (lambda d=d, m=m: weak_to_strong(d, m))
+PRESETS.update({f'{d}-{m}': (lambda d=d, m=m: _weak_to_strong(d, m))
                 for d in WEAK_TO_STRONG for m in ('fixmatch', 'unimatch')})
+
+def weak_to_strong(dataset: str, method: str) -> Config:
+    "The `dataset` preset with `method` ('fixmatch' or 'unimatch') at its authors' values (`WEAK_TO_STRONG[dataset]`), resolved."
+    return get_preset(f'{dataset}-{method}')
+
+# %% ../nbs/14_config.ipynb #f434e879
+def check_classes(cfg: Config, num_classes: int, dataset: str) -> Config:
+    "Refuse `method.cp_exclude` / `acm_exclude` (where used) naming ids outside the dataset's classes, or all of them."
+    bad, m = [], cfg.method
+    for key, used in (('cp_exclude', m.acp), ('acm_exclude', m.acm)):
+        ids = getattr(m, key)
+        if not used or not ids: continue
+        whence = (f"the value of preset {cfg.preset!r}" if getattr(asked_preset(cfg.preset).method, key) == ids
+                  else "set by a file or override")
+        if any(not 0 <= i < num_classes for i in ids): what = f"outside 0..{num_classes - 1}"
+        elif set(range(num_classes)) <= set(ids): what = "every class"
+        else: continue
+        bad.append(f"method.{key}={list(ids)} ({whence}) names {what} of dataset {dataset!r} "
+                   f"({num_classes} classes): set method.{key} to its class ids (method.{key}= for none)")
+    if bad: raise ValueError('; '.join(bad))
+    return cfg
 
 # %% ../nbs/14_config.ipynb #2a9866d2
 @dataclass(frozen=True)

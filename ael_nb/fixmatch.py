@@ -7,6 +7,7 @@ switch on over it (`method.acp/acm/aes/dr`), driven by the same confidence bank.
 # %% ../nbs/18a_fixmatch.ipynb #c3bb3249
 from __future__ import annotations
 import math
+from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torchvision.transforms.v2 import functional as TF
@@ -20,7 +21,7 @@ from .steps import (Trace, section, supervised_loss, teacher_probs, teacher_view
 
 # %% auto #0
 __all__ = ['strong_view', 'forward_weak', 'label_views', 'strong_mix', 'threshold_loss', 'unlabeled_loss', 'weak_to_strong_total',
-           'fixmatch_step']
+           'WeakViews', 'weak_views', 'fixmatch_step']
 
 # %% ../nbs/18a_fixmatch.ipynb #07cfcd99
 def _mean_std(x): return (torch.tensor(v, device=x.device).view(3, 1, 1) for v in (IMAGENET_MEAN, IMAGENET_STD))
@@ -69,7 +70,8 @@ def label_views(S: TrainState, ub: dict, src: dict|None, out_w: dict|None) -> tu
         return p['weak'], p.get('src')
     p_w = out_w['out'].detach().float().softmax(1) * ub['valid'][:, None]
     if src is None: return p_w, None
-    p_src = teacher_probs(S.student, src['image'], src['valid']); S.student.train()   # eval mode for the sources
+    p_src = teacher_probs(S.student, src['image'], src['valid'])    # leaves the student in eval mode
+    S.student.train()                                               # the strong views follow: back to training
     return p_w, p_src
 
 # %% ../nbs/18a_fixmatch.ipynb #07fd40f9
@@ -108,23 +110,41 @@ def weak_to_strong_total(S: TrainState, L_s: torch.Tensor, L_u: torch.Tensor) ->
     L = L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u
     return L / 2 if m.halve_loss else L
 
+# %% ../nbs/18a_fixmatch.ipynb #f9df08a2
+class WeakViews(NamedTuple):
+    "What a weak-to-strong step knows before its strong views: the labeled batch (after ACP), the student's outputs, p^w."
+    x_l: torch.Tensor                   # labeled images, objects pasted in where ACP is on
+    y_l: torch.Tensor                   # their labels
+    out_l: dict                         # student outputs on `x_l`
+    out_w: dict|None                    # student outputs on the weak views (None: the EMA teacher labels them)
+    p_w: torch.Tensor                   # labeler probabilities of the weak views (no gradient, zero on padding)
+    src: dict|None                      # ACM's sources (None: ACM off)
+    p_src: torch.Tensor|None            # labeler probabilities of ACM's sources
+
+def weak_views(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None,
+               fp: float = 0.0,         # UniMatch's feature-perturbation rate (0: none)
+              ) -> WeakViews:
+    "ACP, ACM's sources, the student's forward on labeled (and weak) views, the weak views labeled, ACM's class table."
+    x_l, y_l = copy_paste_labeled(S, lb, g, trace)                   # ACP (off: the labeled batch as it is)
+    src = acm_sources(S, ub, g, trace)                               # ACM's sources (off: None)
+    with section(trace, 'student forward'): out_l, out_w = forward_weak(S, x_l, ub['image'], fp)
+    with section(trace, 'teacher forward'): p_w, p_src = label_views(S, ub, src, out_w)   # p^w, no gradient
+    if src is not None: acm_table(S, ub, p_w, src, p_src, trace)
+    return WeakViews(x_l, y_l, out_l, out_w, p_w, src, p_src)
+
 # %% ../nbs/18a_fixmatch.ipynb #39c111a6
 def fixmatch_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "FixMatch: L = (L_s + alpha L_u) / 2, L_u: the strong view's CE against the weak view's confident pseudo-labels."
     m = S.cfg.method
-    x_l, y_l = copy_paste_labeled(S, lb, g, trace)                   # ACP (off: the labeled batch as it is)
-    src = acm_sources(S, ub, g, trace)                               # ACM's sources (off: None)
-    with section(trace, 'student forward'): out_l, out_w = forward_weak(S, x_l, ub['image'])
-    with section(trace, 'teacher forward'): p_w, p_src = label_views(S, ub, src, out_w)   # p^w, no gradient
-    if src is not None: acm_table(S, ub, p_w, src, p_src, trace)
-    x_s, p_s, mixed = strong_mix(S, ub, p_w, src, p_src, g, trace)  # x^s and the p^w that labels it
+    w = weak_views(S, lb, ub, g, trace)                              # ACP, ACM's sources, p^w
+    x_s, p_s, mixed = strong_mix(S, ub, w.p_w, w.src, w.p_src, g, trace)   # x^s and the p^w that labels it
     with section(trace, 'student forward'): out_s = S.student(x_s)
-    L_s = supervised_loss(out_l, y_l, S.cfg)                         # Eq. 1
+    L_s = supervised_loss(w.out_l, w.y_l, S.cfg)                     # Eq. 1
     L_u = unlabeled_loss(S, out_s['out'], p_s, g, trace)             # Eq. 2 of UniMatch (or AEL's Eq. 8-11)
-    update_bank(S, out_l, y_l, trace)                                # Eq. 3-6: the bank AEL's components read
+    update_bank(S, w.out_l, w.y_l, trace)                            # Eq. 3-6: the bank AEL's components read
     passed = (p_s.amax(1) >= m.conf_thresh) & (p_s.amax(1) > 0)
-    if trace is not None: trace.record(lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'],
-                                       ub_index=ub['index'], p_t=p_w, x_u=x_s, p_u=p_s, cut_mask=mixed, passed=passed,
+    if trace is not None: trace.record(lb_image=lb['image'], lb_label=lb['label'], x_l=w.x_l, ub_image=ub['image'],
+                                       ub_index=ub['index'], p_t=w.p_w, x_u=x_s, p_u=p_s, cut_mask=mixed, passed=passed,
                                        y_hat=pseudo_label(p_s, m.conf_thresh), pred_u=out_s['out'].argmax(1))
     return weak_to_strong_total(S, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
                                                    pass_rate=passed.sum() / (p_s.amax(1) > 0).sum().clamp_min(1))

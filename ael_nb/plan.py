@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 from .core import DatasetInfo, DataError, rank, world_size, make_generator
-from .config import Config, resolve_method, framework, FRAMEWORKS
+from .config import Config, framework, FRAMEWORKS
 from .datasets import get_dataset
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
@@ -146,7 +146,7 @@ def micro_batch(cfg: Config, world: int|None = None) -> int:   # world: ranks (N
 
 def unlabeled_micro_batch(cfg: Config, world: int|None = None) -> int:
     "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved by `method.acm_targets='half'`."
-    n, m = micro_batch(cfg, world) * cfg.data.unlabeled_ratio, resolve_method(cfg).method
+    n, m = micro_batch(cfg, world) * cfg.data.unlabeled_ratio, cfg.method
     if m.acm and m.acm_targets == 'half':
         if n % 2:
             raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and "
@@ -156,7 +156,7 @@ def unlabeled_micro_batch(cfg: Config, world: int|None = None) -> int:
 
 def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
     "Refuse micro-batches where mixing does nothing (one image: no partner) or a lone image meets BatchNorm."
-    m, b_l, b_u = resolve_method(cfg).method, micro_batch(cfg), unlabeled_micro_batch(cfg)
+    m, b_l, b_u = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg)
     where = 'data.batch_size / (ranks x optim.accum_steps)'
     if m.acp and b_l < 2:
         raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, "

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 from .core import DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state, seal, unseal
-from .config import Config, to_dict, flat_items, from_dict, resolve_method
+from .config import Config, to_dict, flat_items, from_dict
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .teacher import make_teacher
@@ -52,7 +52,7 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
-    mc, oc, me = cfg.model, cfg.optim, resolve_method(cfg).method
+    mc, oc, me = cfg.model, cfg.optim, cfg.method
     student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained,
                           dropout=mc.dropout, checkpointing=mc.checkpointing).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it

@@ -21,9 +21,9 @@ from .plan import to_device
 from .state import TrainState
 
 # %% auto #0
-__all__ = ['STEPS', 'Trace', 'section', 'forward_split', 'supervised_loss', 'teacher_probs', 'teacher_views', 'pseudo_label',
-           'alpha_ramp', 'update_bank', 'apply_pending_bank', 'supervised_step', 'meanteacher_step', 'cutmix_step',
-           'aes_dr_loss', 'copy_paste_labeled', 'acm_sources', 'acm_table', 'acm_paste', 'ael_step']
+__all__ = ['Trace', 'section', 'forward_split', 'supervised_loss', 'teacher_probs', 'teacher_views', 'pseudo_label', 'alpha_ramp',
+           'update_bank', 'apply_pending_bank', 'supervised_step', 'meanteacher_step', 'cutmix_step', 'aes_dr_loss',
+           'copy_paste_labeled', 'acm_sources', 'acm_table', 'acm_paste', 'ael_step']
 
 # %% ../nbs/18_steps.ipynb #ac55c026
 class Trace:
@@ -244,5 +244,3 @@ def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace
     return L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
                                      aes_kept=(keep & (y_hat != IGNORE_INDEX)).sum() / n_valid,
                                      dr_weight=w.sum() / keep.sum().clamp_min(1))
-
-STEPS = dict(supervised=supervised_step, meanteacher=meanteacher_step, cutmix=cutmix_step, ael=ael_step)

@@ -6,7 +6,7 @@
 
 # %% ../nbs/20_train.ipynb #e93a1c58
 from __future__ import annotations
-import copy, json, time
+import json, time
 from contextlib import nullcontext
 from pathlib import Path
 import torch
@@ -16,14 +16,14 @@ from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
                          seed_everything, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
                          average_buffers, peak_memory_gb, rank_values)
-from .config import Config, save_config, resolve_method
+from .config import Config, save_config, resolved, check_classes
 from .teacher import ema_update
 from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch,
                          check_micro_batches)
 from .state import (TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest,
                           write_checkpoint, PREVIOUS)
 from .steps import Trace, section, apply_pending_bank
-from .unimatch import step_function
+from .methods import step_function
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
                            check_weights, claim_run_dir, disk_space, resume_command, check_resume)
@@ -86,7 +86,7 @@ def setup(cfg: Config,
     device = resolve_device(cfg.run.device)
     owns_group = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device); torch.backends.cudnn.benchmark = cfg.run.cudnn_benchmark
-    as_given, cfg = cfg, resolve_method(copy.deepcopy(cfg))   # config.yaml keeps what was asked; the run: what resolves
+    as_given, cfg = cfg, resolved(cfg)   # config.yaml keeps what was asked; the run: what resolves
     cfg.optim.amp = resolve_amp(as_given.optim.amp, device)
     if cfg.optim.amp == 'fp16' and device.type != 'cuda':
         raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
@@ -105,6 +105,7 @@ def _build_run(cfg: Config, as_given: Config, init: str|Path|None, device: torch
     out = Path(cfg.run.out)
     changes = check_resume(as_given, out) if cfg.run.resume else []   # a resumed run keeps its settings unless told
     data = build_data(cfg)                                         # fails here on bad files
+    check_classes(cfg, data.info.num_classes, data.info.name)      # the preset's class ids against the dataset's
     if cfg.method.name != 'supervised' and data.unlabeled is None:
         raise ValueError(f"method {cfg.method.name!r} needs unlabeled images; the manifest has none")
     S = build_state(cfg, data, device)

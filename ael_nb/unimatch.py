@@ -7,24 +7,18 @@ on over it like over the other basic frameworks."""
 # %% ../nbs/18b_unimatch.ipynb #0f41256c
 from __future__ import annotations
 import torch
-from .config import MethodConfig, AEL_PARTS, framework
 from .state import TrainState
-from .steps import (STEPS, Trace, section, supervised_loss, pseudo_label, update_bank, copy_paste_labeled,
-                          acm_sources, acm_table)
-from .fixmatch import forward_weak, label_views, strong_mix, unlabeled_loss, weak_to_strong_total, fixmatch_step
+from .steps import Trace, section, supervised_loss, pseudo_label, update_bank
+from .fixmatch import weak_views, strong_mix, unlabeled_loss, weak_to_strong_total
 
 # %% auto #0
-__all__ = ['METHODS', 'unimatch_step', 'step_function']
+__all__ = ['unimatch_step']
 
 # %% ../nbs/18b_unimatch.ipynb #a22fbd6c
 def unimatch_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "UniMatch: L = (L_s + alpha (w_img mean_k L_u(strong view k) + w_fp L_u(feature-perturbed weak view))) / 2."
     m = S.cfg.method
-    x_l, y_l = copy_paste_labeled(S, lb, g, trace)                   # ACP (off: the labeled batch as it is)
-    src = acm_sources(S, ub, g, trace)                               # ACM's sources (off: None)
-    with section(trace, 'student forward'): out_l, out_w = forward_weak(S, x_l, ub['image'], m.fp_dropout)
-    with section(trace, 'teacher forward'): p_w, p_src = label_views(S, ub, src, out_w)   # p^w, no gradient
-    if src is not None: acm_table(S, ub, p_w, src, p_src, trace)
+    x_l, y_l, out_l, out_w, p_w, src, p_src = weak_views(S, lb, ub, g, trace, m.fp_dropout)   # ACP, ACM's sources, p^w
     views = [strong_mix(S, ub, p_w, src, p_src, g, trace) for _ in range(m.strong_views)]   # (x^s_k, p^s_k, mixed_k)
     with section(trace, 'student forward'): out_s = S.student(torch.cat([v[0] for v in views]))['out'].chunk(len(views))
     L_s = supervised_loss(out_l, y_l, S.cfg)                         # Eq. 1
@@ -45,11 +39,3 @@ def unimatch_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: 
     return weak_to_strong_total(S, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(), loss_img=L_img.detach(),
                                                    loss_fp=L_fp.detach(),
                                                    pass_rate=passed.sum() / (p_w.amax(1) > 0).sum().clamp_min(1))
-
-# %% ../nbs/18b_unimatch.ipynb #d94d98cb
-METHODS = dict(STEPS, fixmatch=fixmatch_step, unimatch=unimatch_step)
-
-def step_function(m: MethodConfig):
-    "The step a method trains with: its framework's, or `ael_step` where AEL's components sit on the CutMix framework."
-    if framework(m) == 'cutmix' and (m.name == 'ael' or any(getattr(m, p) for p in AEL_PARTS)): return METHODS['ael']
-    return METHODS[framework(m)]

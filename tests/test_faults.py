@@ -14,7 +14,7 @@ from ael_nb.plan import TINY
 from ael_nb.state import read_checkpoint
 from ael_nb.runlog import read_metrics
 from ael_nb.faults import Diverged, NoSpace, Preempted
-from ael_nb import unimatch as methods_mod
+from ael_nb import methods as methods_mod
 from ael_nb.train import Run, setup, train
 
 torch.set_num_threads(1)

@@ -177,3 +177,16 @@ def test_splits_options(tmp_path):
     for args, msg in [(['--folds', '3-1'], "argument --folds: '3-1': the range"), (['--count', '0'], "argument --count: '0' must be >= 1"),
                       (['--fraction', '2'], "argument --fraction: '2': fraction 2 outside (0, 1]")]:
         assert msg in one_line(run('ael-splits', 'make', 'camvid', '--root', tmp_path, *(args if '--folds' not in args else args + ['--count', '3'])))
+
+
+# 5. a preset's class ids are checked against the dataset while the run resolves, before anything is written
+def test_preset_class_ids_outside_the_dataset_leave_the_folder_unused(tmp_path):
+    out = tmp_path / 'run'
+    over = TINY + ['data.dataset=synthetic', 'data.batch_size=4', 'model.backbone=resnet18', 'model.pretrained=none',
+                   'model.output_stride=16', 'eval.protocol=whole', f'run.out={out}']
+    with pytest.raises(ValueError, match=r"method.cp_exclude=\[0, 1, 2, 8, 10\] \(the value of preset 'cityscapes-authors'\) "
+                                         r"names outside 0..9 of dataset 'synthetic'"):
+        setup(get_config('cityscapes-authors', overrides=over))
+    assert not out.exists() or not list(out.iterdir())                 # no config.yaml, no lock: nothing to refuse
+    with setup(get_config('cityscapes-authors', overrides=over + ['method.cp_exclude='])) as r:   # the corrected rerun
+        assert r.cfg.method.cp_exclude == () and (out / 'config.yaml').is_file()

@@ -8,7 +8,7 @@ from ael_nb.config import get_config, load_config
 from ael_nb.datasets import make_fixture
 from ael_nb.plan import build_data, Augmented, collate, PlanSampler, plan_batch, TINY
 from ael_nb.state import build_state, save_checkpoint, read_checkpoint, weights_digest
-from ael_nb.steps import STEPS
+from ael_nb.methods import METHODS
 from ael_nb.runlog import read_metrics
 from ael_nb.train import train
 
@@ -43,7 +43,7 @@ def test_loss_decreases_on_a_fixed_batch(tmp_path, method):
     losses = []
     for _ in range(12):
         S.optimizer.zero_grad()
-        loss, _ = STEPS[method](S, lb, ub, make_generator(0))     # same batch, same mixing every time
+        loss, _ = METHODS[method](S, lb, ub, make_generator(0))     # same batch, same mixing every time
         loss.backward(); S.optimizer.step(); losses.append(loss.item())
     assert losses[-1] < 0.7 * losses[0], losses
 

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
-from ael_nb.config import get_preset, resolve_method
+from ael_nb.config import get_preset
 from ael_nb.conf_bank import ConfidenceBank
 from ael_nb.sampling import sampling_prob
 from ael_nb.losses import ohem_ce
@@ -116,7 +116,7 @@ def split_list(path, n: int, dataset: str = 'cityscapes') -> Path:
 
 # ---------------------------------------------------------------- the kit's side
 def _method(preset: str = 'cityscapes-authors', **kw):
-    cfg = resolve_method(get_preset(preset))           # AEL's parts left at None are on under 'ael'
+    cfg = get_preset(preset)                           # resolved: AEL's parts on under 'ael'
     for k, v in kw.items(): setattr(cfg.method, k, v)
     return cfg
 
