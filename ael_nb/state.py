@@ -11,18 +11,19 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.distributed as dist
-from .core import DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state, seal, unseal
-from .config import Config, to_dict, flat_items, from_dict
+from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state, seal, unseal,
+                         seed_everything)
+from .config import Config, to_dict, flat_items, from_dict, get_config
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .teacher import make_teacher
 from .cutmix import ClassTable
-from .plan import RunData, Augmented, AcmSources
+from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
 
 # %% auto #0
-__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'rank_state', 'checkpoint', 'write_checkpoint',
-           'save_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest',
-           'models_only']
+__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'tiny_state', 'rank_state', 'checkpoint',
+           'write_checkpoint', 'save_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model',
+           'weights_digest', 'models_only']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -40,7 +41,7 @@ class TrainState:
     sources: AcmSources|None = None     # ACM's source images (chosen one step ahead)
     it: int = 0                         # optimiser steps done
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
-    pending: torch.Tensor|None = None   # bank statistics [2,C] of an accumulated step's micro-batches (`18_steps.update_bank`)
+    pending: torch.Tensor|None = None   # bank statistics [2,C] of an accumulated step's micro-batches (`18_steps.begin_bank`)
     acc: dict = field(default_factory=dict)   # sums of the logged values since the last log line ('_n': steps summed)
 
 # %% ../nbs/17_state.ipynb #2d2a283c
@@ -78,10 +79,23 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
         sources = AcmSources(unl, table, background=cfg.data.acm_prefetch)
     return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, sources)
 
+# %% ../nbs/17_state.ipynb #2cdaa306
+def tiny_state(*over: str,              # `key=value` overrides on the CPU preset and `ael_nb.plan.TINY`
+               train: bool = True,      # the student in training mode (False: eval mode, a deterministic forward)
+              ) -> tuple[TrainState, RunData, dict, dict]:
+    "The examples' fixture: a tiny run's state, its data, and one labeled and one unlabeled batch of two 32x32 crops."
+    cfg = get_config('cpu', overrides=TINY + list(over))
+    data = build_data(cfg); seed_everything(0)
+    S = build_state(cfg, data, torch.device('cpu')); S.student.train(train)
+    lb = collate([Augmented(data.labeled, (32, 32))[(i, i)] for i in range(2)])
+    ub = collate([Augmented(data.unlabeled, (32, 32), labeled=False)[(i, i)] for i in range(2)])
+    return S, data, lb, ub
+
 # %% ../nbs/17_state.ipynb #1bd24933
 def rank_state(S: TrainState) -> dict:
     "What differs between ranks: the random states, ACM's pending draw, the log sums."
-    return dict(rng=rng_state(), acm_next=None if S.sources is None else S.sources.state_dict(), acc=dict(S.acc))
+    return dict(rng=rng_state(), acm_next=None if S.sources is None else S.sources.state_dict(),
+                acc={k: v.item() if torch.is_tensor(v) else v for k, v in S.acc.items()})   # the sums live on the device
 
 def checkpoint(S: TrainState) -> dict:
     "The state of a run as a dict of plain objects and tensors; `ranks` holds every rank's `rank_state` (a collective under DDP)."

@@ -22,8 +22,9 @@ from .state import TrainState
 
 # %% auto #0
 __all__ = ['Trace', 'section', 'forward_split', 'supervised_loss', 'teacher_probs', 'teacher_views', 'pseudo_label', 'alpha_ramp',
-           'update_bank', 'apply_pending_bank', 'supervised_step', 'meanteacher_step', 'cutmix_step', 'aes_dr_loss',
-           'copy_paste_labeled', 'acm_sources', 'acm_table', 'acm_paste', 'ael_step']
+           'begin_bank', 'update_bank', 'end_bank', 'supervised_step', 'meanteacher_step', 'cutmix_step', 'aes_dr_loss',
+           'copy_paste_labeled', 'acm_sources', 'acm_table', 'acm_paste', 'mix_unlabeled', 'labeled_unsup_loss',
+           'ael_logs', 'ael_record', 'ael_step']
 
 # %% ../nbs/18_steps.ipynb #ac55c026
 class Trace:
@@ -106,6 +107,11 @@ def alpha_ramp(it: int, alpha: float, rampup: int = 0) -> float:
     return alpha * math.exp(-5 * (1 - it / rampup) ** 2)
 
 # %% ../nbs/18_steps.ipynb #20612430
+def begin_bank(S: TrainState, accum_steps: int):
+    "An optimiser step of `accum_steps` micro-batches begins: with more than one, their bank statistics wait in `S.pending`."
+    S.pending = (torch.zeros(2, S.bank.num_classes, dtype=torch.float64, device=S.bank.conf.device)
+                 if accum_steps > 1 else None)
+
 def update_bank(S: TrainState, out_l: dict, y_l: torch.Tensor, trace: Trace|None = None):
     "Eq. 3-6: the bank follows the student's softmax on the labeled batch (an accumulated step's wait in `S.pending`)."
     p, before = out_l['out'].detach().float().softmax(1), S.bank.conf
@@ -115,10 +121,12 @@ def update_bank(S: TrainState, out_l: dict, y_l: torch.Tensor, trace: Trace|None
     if trace is not None:
         trace.record(bank_before=before, bank_after=S.bank.conf, y_l=y_l, pred_l=out_l['out'].argmax(1))
 
-def apply_pending_bank(S: TrainState) -> torch.Tensor:
-    "The one bank update (Eq. 6) of an accumulated step, from its micro-batches' statistics summed over ranks."
+def end_bank(S: TrainState) -> bool:
+    "The optimiser step ends: an accumulated step's one bank update (Eq. 6) from its micro-batches' statistics summed over ranks."
+    if S.pending is None: return False
     stats, S.pending = all_reduce_sum(S.pending), None
-    return S.bank.update_stats(stats[0], stats[1])
+    S.bank.update_stats(stats[0], stats[1])
+    return True
 
 # %% ../nbs/18_steps.ipynb #ef46909f
 def supervised_step(S: TrainState, lb: dict, ub: dict|None, g: torch.Generator, trace: Trace|None = None):
@@ -160,9 +168,11 @@ def cutmix_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Tr
 
 # %% ../nbs/18_steps.ipynb #0c767efd
 def aes_dr_loss(S: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat: torch.Tensor, g: torch.Generator,
-                trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                trace: Trace|None = None,
+                conf: torch.Tensor|None = None,   # Conf [C] that AES reads (None: the bank's now)
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     "Eq. 8-11 on pseudo-labeled pixels: the AES keep mask 1_ij, the DR weights w_ij and the normalised loss; returns (L_u, keep, w)."
-    m, conf = S.cfg.method, S.bank.conf
+    m, conf = S.cfg.method, S.bank.conf if conf is None else conf
     keep = y_hat != IGNORE_INDEX if m.unsup_denominator == 'labeled' else p.amax(1) > 0   # 'all': every real pixel
     if m.aes:                                                         # 1_ij of Eq. 9
         with section(trace, 'AES'):
@@ -216,31 +226,46 @@ def acm_paste(S: TrainState, x_t: torch.Tensor, p_t: torch.Tensor, x_src: torch.
     if trace is not None: trace.record(acm_found=found)
     return x_u, p_u, cut
 
+# %% ../nbs/18_steps.ipynb #ca29ca7e
+def mix_unlabeled(S: TrainState, ub: dict, p: dict, src: dict|None, g: torch.Generator,
+                  trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    "(x_u, p_u, cut): ACM's regions pasted into the weak views after the class table learns (Eq. 7), or CutMix when off."
+    if src is None:
+        with section(trace, 'CutMix'): return cutmix(ub['image'], p['weak'], generator=g, return_mask=True)
+    acm_table(S, ub, p['weak'], src, p['src'], trace)
+    return acm_paste(S, ub['image'], p['weak'], src['image'], src, p['src'], g, trace)
+
+def labeled_unsup_loss(S: TrainState, out_l: dict, p_lab: torch.Tensor, g: torch.Generator, conf: torch.Tensor) -> torch.Tensor:
+    "The authors' term `method.labeled_unsup`: Eq. 8-11 on the labeled images against the teacher's pseudo-labels."
+    return aes_dr_loss(S, out_l['out'], p_lab, pseudo_label(p_lab, S.cfg.method.pl_threshold), g, conf=conf)[0]
+
+def ael_logs(L_s, L_u, y_hat, keep, w) -> dict:
+    "What an AEL step logs (on the device): both losses, the share of pseudo-labels AES keeps, DR's mean weight."
+    n_valid = (y_hat != IGNORE_INDEX).sum().clamp_min(1)
+    return dict(loss_s=L_s.detach(), loss_u=L_u.detach(), aes_kept=(keep & (y_hat != IGNORE_INDEX)).sum() / n_valid,
+                dr_weight=w.sum() / keep.sum().clamp_min(1))
+
+def ael_record(lb, ub, x_l, x_u, p_u, cut, y_hat, keep, w, out_u) -> dict:
+    "What a trace keeps of an AEL step's inputs and decisions (pictures, tests)."
+    return dict(lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'], ub_index=ub['index'], x_u=x_u,
+                p_u=p_u, cut_mask=cut, y_hat=y_hat, keep=keep, w=w, pred_u=out_u['out'].argmax(1))
+
 # %% ../nbs/18_steps.ipynb #ee18debf
 def ael_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "AEL: the basic framework + ACP, ACM, AES and DR, all driven by the confidence bank (Eq. 3-11)."
-    m = S.cfg.method
-    x_l, y_l = copy_paste_labeled(S, lb, g, trace)                    # adaptive Copy-Paste (labeled)
-    src = acm_sources(S, ub, g, trace)                                # ACM's sources: c ~ r (Eq. 7), an image holding c
-    with section(trace, 'teacher forward'):                           # one teacher call for every view it must label
-        p = teacher_views(S, weak=(ub['image'], ub['valid']), src=(src['image'], src['valid']) if m.acm else None,
+    m, conf = S.cfg.method, S.bank.conf                               # Conf as the step begins
+    x_l, y_l = copy_paste_labeled(S, lb, g, trace)                    # ACP: classes drawn by r (Eq. 7)
+    src = acm_sources(S, ub, g, trace)                                # ACM: c ~ r (Eq. 7), an image holding c
+    with section(trace, 'teacher forward'):                           # one teacher call for every view it labels
+        p = teacher_views(S, weak=(ub['image'], ub['valid']), src=None if src is None else (src['image'], src['valid']),
                           lab=(x_l, lb['valid']) if m.labeled_unsup else None)
-    p_t = p['weak']
-    if m.acm:
-        acm_table(S, ub, p_t, src, p['src'], trace)
-        x_u, p_u, cut = acm_paste(S, ub['image'], p_t, src['image'], src, p['src'], g, trace)
-    else:
-        with section(trace, 'CutMix'): x_u, p_u, cut = cutmix(ub['image'], p_t, generator=g, return_mask=True)
+    x_u, p_u, cut = mix_unlabeled(S, ub, p, src, g, trace)            # ACM's regions pasted in (off: CutMix)
     y_hat = pseudo_label(p_u, m.pl_threshold)
     with section(trace, 'student forward'): out_l, out_u = forward_split(S.student, x_l, x_u, m.student_forward == 'separate')
     L_s = supervised_loss(out_l, y_l, S.cfg)                          # Eq. 1
-    if m.aes_bank == 'after': update_bank(S, out_l, y_l, trace)       # Eq. 3-6 before AES reads the bank (authors)
-    L_u, keep, w = aes_dr_loss(S, out_u['out'], p_u, y_hat, g, trace)  # Eq. 8-11
-    if m.labeled_unsup: L_u = L_u + aes_dr_loss(S, out_l['out'], p['lab'], pseudo_label(p['lab'], m.pl_threshold), g)[0]
-    if m.aes_bank == 'before': update_bank(S, out_l, y_l, trace)      # Eq. 3-6
-    n_valid = (y_hat != IGNORE_INDEX).sum().clamp_min(1)
-    if trace is not None: trace.record(lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'], ub_index=ub['index'],
-                                       p_t=p_t, x_u=x_u, p_u=p_u, cut_mask=cut, y_hat=y_hat, keep=keep, w=w, pred_u=out_u['out'].argmax(1))
-    return L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
-                                     aes_kept=(keep & (y_hat != IGNORE_INDEX)).sum() / n_valid,
-                                     dr_weight=w.sum() / keep.sum().clamp_min(1))
+    update_bank(S, out_l, y_l, trace)                                 # Eq. 3-6
+    if m.aes_bank == 'after': conf = S.bank.conf                      # AES reads the bank just updated (authors)
+    L_u, keep, w = aes_dr_loss(S, out_u['out'], p_u, y_hat, g, trace, conf)   # AES and DR: Eq. 8-11
+    if m.labeled_unsup: L_u = L_u + labeled_unsup_loss(S, out_l, p['lab'], g, conf)   # the authors' extra term
+    if trace is not None: trace.record(**ael_record(lb, ub, x_l, x_u, p_u, cut, y_hat, keep, w, out_u), p_t=p['weak'])
+    return L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u, ael_logs(L_s, L_u, y_hat, keep, w)

@@ -7,7 +7,9 @@
 # %% ../nbs/20_train.ipynb #e93a1c58
 from __future__ import annotations
 import json, time
+from collections.abc import Iterator
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 import torch
 import torch.nn as nn
@@ -22,37 +24,71 @@ from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_
                          check_micro_batches)
 from .state import (TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest,
                           write_checkpoint, PREVIOUS)
-from .steps import Trace, section, apply_pending_bank
+from .steps import Trace, section, begin_bank, end_bank
 from .methods import step_function
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
 from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
                            check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
-__all__ = ['ESTIMATE_AFTER', 'Run', 'setup', 'duration_line', 'train']
+__all__ = ['ESTIMATE_AFTER', 'Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'setup', 'duration_line', 'train']
 
 # %% ../nbs/20_train.ipynb #d100f8ba
+@dataclass
+class Loaders:
+    "The run's batches, from its state's step to its last: labeled, and unlabeled for the semi-supervised methods."
+    labeled: Iterator
+    unlabeled: Iterator|None = None
+
+@dataclass
+class Schedule:
+    "When the loop stops and saves: the last step this process runs, and `latest.pth`'s schedule between evaluations."
+    stop: int                           # `run.stop_at`, else `optim.iters`
+    saves: SaveSchedule
+
+@dataclass
+class StopState:
+    "What the ranks agreed on at the last step: a stop signal, a checkpoint due by the clock, steps skipped in a row."
+    signals: StopSignals = field(default_factory=StopSignals)
+    stopping: bool = False
+    late: bool = False
+    skipped_in_a_row: int = 0
+
+@dataclass
+class Meter:
+    "What the next log line divides by (images and time since the last one), the run's start, the progress bar."
+    bar: object
+    n_img: int = 0
+    t0: float = field(default_factory=time.time)
+    t_start: float = field(default_factory=time.time)
+    first_it: int = 0                   # the step this process started at
+    t_estimate: float|None = None       # when `estimate` began to time the steps
+
+@dataclass
+class Held:
+    "What the run gives back when it closes: its folder's lock, and the process group `setup` started (if it did)."
+    lock: RunLock|None = None
+    group: bool = False
+
 class Run:
-    "A training run, set up once: data, state, loaders and log; advanced by `step`, closed by `finish` or `close`."
-    def __init__(self, cfg: Config, data: RunData, S: TrainState, device: torch.device, stop: int, log: RunLog,
-                 owns_group: bool, lock: RunLock|None = None):   # owns_group: `close` ends the process group
+    "A training run, set up once: configuration, data, state, log, and its state grouped by meaning below."
+    def __init__(self, cfg: Config, data: RunData, S: TrainState, device: torch.device, log: RunLog, stop: int,
+                 held: Held|None = None):
         from tqdm.auto import tqdm
-        self.cfg, self.data, self.S, self.device, self.stop, self.log = cfg, data, S, device, stop, log
-        self.owns_group, self.lock = owns_group, lock
-        self.out, self.semi = Path(cfg.run.out), cfg.method.name != 'supervised'
-        self.step_fn = step_function(cfg.method)
-        self.dl_l, self.dl_u = self._loaders()
-        self.cms, self.summaries = {}, {}                               # the last evaluation
-        self.n_img, self.t0, self.t_start = 0, time.time(), time.time()   # images and time since the last log line
-        self.first_it, self.t_estimate = S.it, None                     # where this process started; `estimate`'s clock
-        self.signals = StopSignals()
-        self.saves = SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes)
-        self.stopping = self.late = False; self.skipped_in_a_row = 0   # what the ranks agreed on at the last step
-        self.bar = tqdm(total=cfg.optim.iters, initial=S.it, disable=not (cfg.run.progress and is_main()),
-                        desc=cfg.method.name, dynamic_ncols=True)
+        self.cfg, self.data, self.S, self.device, self.log, self.held = cfg, data, S, device, log, held or Held()
+        self.out, self.step_fn = Path(cfg.run.out), step_function(cfg.method)
+        self.schedule = Schedule(stop, SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes))
+        self.loaders = self._loaders()
+        self.stops, self.cms, self.summaries = StopState(), {}, {}     # cms, summaries: the last evaluation
+        self.meter = Meter(tqdm(total=cfg.optim.iters, initial=S.it, disable=not (cfg.run.progress and is_main()),
+                                desc=cfg.method.name, dynamic_ncols=True), first_it=S.it)
 
     @property
     def it(self) -> int: return self.S.it
+    @property
+    def stop(self) -> int: return self.schedule.stop
+    @property
+    def semi(self) -> bool: return self.loaders.unlabeled is not None
     def __repr__(self):
         return f"Run({self.cfg.method.name} on {self.data.info.name}, step {self.it} of {self.stop} -> {self.out})"
     def __enter__(self): return self
@@ -60,22 +96,22 @@ class Run:
 
 # %% ../nbs/20_train.ipynb #887796ac
 @patch
-def _loaders(self: Run):
+def _loaders(self: Run) -> Loaders:
     "The labeled and (semi-supervised methods) unlabeled batches, from the state's step to the run's last."
     cfg, accum = self.cfg, self.cfg.optim.accum_steps
     first, last = self.S.it * accum, self.stop * accum                 # in micro-batches
     labeled = iter(make_loader(self.data.labeled, micro_batch(cfg), cfg, 0, first, last, True, self.device))
-    if not self.semi: return labeled, None
-    return labeled, iter(make_loader(self.data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False,
-                                     self.device))
+    if cfg.method.name == 'supervised': return Loaders(labeled)
+    return Loaders(labeled, iter(make_loader(self.data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False,
+                                             self.device)))
 
 @patch
 def close(self: Run):
     "Stop the progress bar, the ACM loader thread and the log, release the run directory, end the group this run made."
-    self.bar.close(); self.log.close()
+    self.meter.bar.close(); self.log.close()
     if self.S.sources is not None: self.S.sources.close()
-    if self.lock is not None: self.lock.release()
-    if self.owns_group and dist_ready(): dist.destroy_process_group(); self.owns_group = False
+    if self.held.lock is not None: self.held.lock.release()
+    if self.held.group and dist_ready(): dist.destroy_process_group(); self.held.group = False
 
 # %% ../nbs/20_train.ipynb #d2825616
 def setup(cfg: Config,
@@ -125,7 +161,7 @@ def _build_run(cfg: Config, as_given: Config, init: str|Path|None, device: torch
     if changes:
         log.write(dict(it=S.it, config_changes=changes))
         if is_main(): print(f"resumed at step {S.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
-    return Run(cfg, data, S, device, stop, log, owns_group, lock)
+    return Run(cfg, data, S, device, log, stop, Held(lock, owns_group))
 
 def _n_unlabeled(data: RunData) -> int: return 0 if data.unlabeled is None else len(data.unlabeled)
 
@@ -148,13 +184,13 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
     if saving: trace = Trace()
     loss, logs, vals = self._micro_batches(trace)
     with section(trace, 'bank'): self._apply_bank(trace)          # what the micro-batches saw, once
-    bad, self.stopping, self.late = agree(not finite_values(vals), self.signals.received is not None, self.saves.late(),
+    bad, self.stops.stopping, self.stops.late = agree(not _finite(vals), self.stops.signals.received is not None, self.schedule.saves.late(),
                                           device=self.device)
     if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
     lr = S.optimizer.param_groups[0]['lr']
     with section(trace, 'optimizer + EMA'): self._update(skip=bad)
     S.it += 1; self._accumulate({} if bad else vals)
-    self.bar.update(1); self.bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+    self.meter.bar.update(1)
     if S.it % cfg.run.log_interval == 0 or S.it == cfg.optim.iters: self._log(lr)
     if trace is not None: trace.record(it=S.it, loss=float(loss.detach()), **{k: float(v) for k, v in logs.items()})
     if saving and is_main(): save_trace(trace, self.out, S.it, cfg.run.trace_images)
@@ -165,6 +201,14 @@ def _autocast(device: torch.device, amp: str):
     dtype = dict(bf16=torch.bfloat16, fp16=torch.float16).get(amp)
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
 
+def _on_device(v: torch.Tensor) -> torch.Tensor:
+    "A logged value, summed where it was computed: float64 (Python's floats), float32 on MPS, which has no float64."
+    return v.detach().to(torch.float32 if v.device.type == 'mps' else torch.float64)
+
+def _finite(vals: dict) -> bool:
+    "Are a step's logged values all finite? The step's one read from the device: the update must know before it runs."
+    return bool(torch.isfinite(torch.stack(list(vals.values()))).all())
+
 @patch
 def _micro_batches(self: Run, trace: Trace|None):
     "Forward and backward of `optim.accum_steps` micro-batches; the last loss and logs, and the logs' step averages."
@@ -172,17 +216,16 @@ def _micro_batches(self: Run, trace: Trace|None):
     g = make_generator(mix_seed(cfg.run.seed, 3, S.it, rank()), device)
     S.student.train(); S.optimizer.zero_grad(set_to_none=True)
     accum, ranks, vals = cfg.optim.accum_steps, world_size() if cfg.optim.loss_per_rank else 1, {}
-    if accum > 1:                                                   # one bank update per optimiser step
-        S.pending = torch.zeros(2, S.bank.num_classes, dtype=torch.float64, device=device)
+    begin_bank(S, accum)                                            # one bank update per optimiser step
     for a in range(accum):
         with section(trace, 'data'):
-            lb, ub = to_device(next(self.dl_l), device), to_device(next(self.dl_u), device) if self.semi else None
+            lb, ub = to_device(next(self.loaders.labeled), device), to_device(next(self.loaders.unlabeled), device) if self.semi else None
         ddp = isinstance(S.student, nn.parallel.DistributedDataParallel) and a < accum - 1
         with S.student.no_sync() if ddp else nullcontext():
             with _autocast(device, cfg.optim.amp): loss, logs = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
             with section(trace, 'backward'): S.scaler.scale(loss / (accum * ranks)).backward()
-        for k, v in dict(logs, loss=loss.detach()).items(): vals[k] = vals.get(k, 0.0) + float(v) / accum
-        self.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)
+        for k, v in dict(logs, loss=loss).items(): vals[k] = vals.get(k, 0) + _on_device(v) / accum
+        self.meter.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)
     return loss, logs, vals
 
 # %% ../nbs/20_train.ipynb #68b493dd
@@ -190,9 +233,7 @@ def _micro_batches(self: Run, trace: Trace|None):
 def _apply_bank(self: Run, trace: Trace|None):
     "The bank update the micro-batches left pending, and the class table's sync over ranks."
     S = self.S
-    if S.pending is not None:
-        apply_pending_bank(S)
-        if trace is not None: trace.record(bank_after=S.bank.conf)
+    if end_bank(S) and trace is not None: trace.record(bank_after=S.bank.conf)
     if S.table is not None and world_size() > 1: S.table.sync()
 
 @patch
@@ -209,50 +250,51 @@ def _update(self: Run, skip: bool):
 @patch
 def _nonfinite(self: Run, vals: dict):
     "A non-finite loss at this step on some rank: raise `Diverged` (`run.on_nonfinite='stop'`), or skip the step."
-    cfg, S = self.cfg, self.S
+    cfg, S, vals = self.cfg, self.S, {k: float(v) for k, v in vals.items()}
     bad = [f"{k} {v}" for k, v in vals.items() if not finite_values({k: v})] or ['on another rank']
     what = f"step {S.it + 1} of {cfg.optim.iters}: non-finite loss ({', '.join(bad)})"
     if cfg.run.on_nonfinite == 'stop':
         raise Diverged(f"{what}; stopped before the update, nothing saved from it "
                        "(lower optim.lr, or run.on_nonfinite=skip)")
-    self.skipped_in_a_row += 1
+    self.stops.skipped_in_a_row += 1
     poisoned, = agree(bool(nonfinite_tensors(S.student)), device=self.device)   # the forward's BN statistics
     if poisoned: raise Diverged(f"{what}; the forward left non-finite batch-norm statistics")
-    if self.skipped_in_a_row > cfg.run.max_skipped:
-        raise Diverged(f"{what}; {self.skipped_in_a_row} steps in a row skipped "
+    if self.stops.skipped_in_a_row > cfg.run.max_skipped:
+        raise Diverged(f"{what}; {self.stops.skipped_in_a_row} steps in a row skipped "
                        f"(run.max_skipped={cfg.run.max_skipped})")
 
 @patch
 def _accumulate(self: Run, vals: dict):
-    "Add a step's logged values to the sums of the state (none for a skipped step)."
+    "Add a step's logged values to the sums of the state (none for a skipped step), on the device."
     acc = self.S.acc
-    if vals: self.skipped_in_a_row = 0
+    if vals: self.stops.skipped_in_a_row = 0
     for k, v in dict(vals, _n=1 if vals else 0, skipped=0 if vals else 1).items(): acc[k] = acc.get(k, 0) + v
 
 @patch
 def _log(self: Run, lr: float):
-    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank, skipped steps)."
-    dt, names, acc = time.time() - self.t0, self.data.info.class_names, self.S.acc
+    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank, skipped steps): the sums' one read from the device."
+    dt, names, acc = time.time() - self.meter.t0, self.data.info.class_names, self.S.acc
     steps, skipped = acc.pop('_n', 0), acc.pop('skipped', 0)
-    rec = dict(it=self.it, **{k: v / max(steps, 1) for k, v in acc.items()},
-               **(dict(skipped=skipped) if skipped else {}), lr=lr, img_per_s=self.n_img * world_size() / max(dt, 1e-9),
-               conf=[round(float(c), 5) for c in self.S.bank.conf],
+    rec = dict(it=self.it, **{k: float(v) / max(steps, 1) for k, v in acc.items()},
+               **(dict(skipped=skipped) if skipped else {}), lr=lr, img_per_s=self.meter.n_img * world_size() / max(dt, 1e-9),
+               conf=[round(c, 5) for c in self.S.bank.conf.tolist()],
                peak_mem_gb=[round(m, 3) for m in rank_values(peak_memory_gb(self.device), self.device)])
     self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf', 'peak_mem_gb')}
                    | {f'conf/{n}': c for n, c in zip(names, rec['conf'])}
                    | {'train/peak_mem_gb': max(rec['peak_mem_gb'])})
-    self.S.acc, self.t0, self.n_img = {}, time.time(), 0
+    if 'loss' in rec: self.meter.bar.set_postfix(loss=f"{rec['loss']:.3f}")
+    self.S.acc, self.meter.t0, self.meter.n_img = {}, time.time(), 0
 
 # %% ../nbs/20_train.ipynb #3cc637e9
 @patch
 def save(self: Run):
     "Write `latest.pth` (every rank calls it; rank 0 writes)."
-    self._write('latest.pth'); self.saves.saved()
+    self._write('latest.pth'); self.schedule.saves.saved()
 
 @patch
 def save_due(self: Run) -> bool:
     "Is `latest.pth` due between evaluations? (`run.checkpoint_interval` or `_minutes`, a stop signal, the last step)"
-    return self.saves.due(self.it) or self.late or self.stopping or self.it == self.stop
+    return self.schedule.saves.due(self.it) or self.stops.late or self.stops.stopping or self.it == self.stop
 
 @patch
 def eval_due(self: Run) -> bool:
@@ -275,7 +317,7 @@ def evaluate(self: Run) -> dict:
                       model=name)
         self._write('best.pth', models_only)                      # evaluation and fine-tuning read it, never a resume
     self.save()
-    self.t0 += time.time() - te                                     # throughput counts training time only
+    self.meter.t0 += time.time() - te                                     # throughput counts training time only
     return self.summaries
 
 @patch
@@ -297,7 +339,7 @@ def _write(self: Run, name: str,
 def preempt(self: Run):
     "After a stop signal: write `latest.pth` and raise `Preempted` with the command that resumes."
     self.save()
-    what = self.signals.received or 'a stop signal to another rank'
+    what = self.stops.signals.received or 'a stop signal to another rank'
     raise Preempted(f"{what} at step {self.it} of {self.cfg.optim.iters}: {self.out / 'latest.pth'} written; "
                     f"resume with: {resume_command(self.out, world_size())}")
 
@@ -306,13 +348,13 @@ def preempt(self: Run):
 def finish(self: Run) -> dict:
     "The final summary (also `summary.json`), with per-class table and plots if the schedule is done; closes the run."
     S, cfg = self.S, self.cfg
-    if self.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
-        raise Diverged(f"step {S.it}: the last {self.skipped_in_a_row} steps had non-finite losses and were skipped; "
+    if self.stops.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
+        raise Diverged(f"step {S.it}: the last {self.stops.skipped_in_a_row} steps had non-finite losses and were skipped; "
                        "the run did not recover")
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
     summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters,
                    amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
-                   time_s=time.time() - self.t_start, manifest=self.data.manifest_name,
+                   time_s=time.time() - self.meter.t_start, manifest=self.data.manifest_name,
                    manifest_hash=self.data.manifest_hash, best=S.best, last=self.summaries,
                    conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
                    teacher_weights=None if S.teacher is None else weights_digest(S.teacher),
@@ -339,21 +381,21 @@ def duration_line(step_s: float,  # seconds one step took here
 @patch
 def estimate(self: Run):
     "Time the `ESTIMATE_AFTER` steps after this process's first; then print (once, main rank, `run.progress`) how long the rest takes."
-    n = self.it - self.first_it
-    if n == 1: self.t_estimate = time.time()
+    m, n = self.meter, self.it - self.meter.first_it
+    if n == 1: m.t_estimate = time.time()
     elif n == ESTIMATE_AFTER + 1 and self.it < self.stop and self.cfg.run.progress and is_main():
         iv, iters = self.cfg.eval.interval, self.cfg.optim.iters
         evals = sum(1 for k in range(self.it + 1, self.stop + 1) if (iv and k % iv == 0) or k == iters)
-        self.bar.write(duration_line((time.time() - self.t_estimate) / ESTIMATE_AFTER, self.stop - self.it, evals))
+        m.bar.write(duration_line((time.time() - m.t_estimate) / ESTIMATE_AFTER, self.stop - self.it, evals))
 
 # %% ../nbs/20_train.ipynb #ea3ebe5d
 def train(cfg: Config) -> dict:
     "Run (or resume) the training described by `cfg`; returns the final summary (also in summary.json)."
-    with setup(cfg) as run, run.signals:
+    with setup(cfg) as run, run.stops.signals:
         while run.it < run.stop:
             run.step()
             run.estimate()                                          # after the first steps: how long the rest takes here
-            if run.stopping: run.preempt()                          # SIGTERM, SIGUSR1, SIGINT: checkpoint, `Preempted`
+            if run.stops.stopping: run.preempt()                          # SIGTERM, SIGUSR1, SIGINT: checkpoint, `Preempted`
             if run.eval_due(): run.evaluate()
             elif run.save_due(): run.save()
         return run.finish()

@@ -64,7 +64,7 @@ def part_data(reps: int) -> dict:
                                              f'run.out={tempfile.mkdtemp(prefix="ael_levers_")}']))
     ts = {'labeled + unlabeled batch': [], 'ACM sources (8 scenes)': []}
     for _ in range(reps):
-        c0 = time.process_time(); next(run.dl_l); next(run.dl_u); ts['labeled + unlabeled batch'].append(time.process_time() - c0)
+        c0 = time.process_time(); next(run.loaders.labeled); next(run.loaders.unlabeled); ts['labeled + unlabeled batch'].append(time.process_time() - c0)
         c0 = time.process_time(); collate([run.S.sources.unlabeled[(i, i)] for i in range(8)]); ts['ACM sources (8 scenes)'].append(time.process_time() - c0)
     run.close()
     return {k: spread(v) for k, v in ts.items()}
