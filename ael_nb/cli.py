@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
-                           valid_keys, to_dict, flat_items)
+                           valid_keys, to_dict, flat_items, read_yaml)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
@@ -26,7 +26,7 @@ from .runlog import markdown_table, results_table, read_metrics
 __all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'guarded',
            'check_device', 'ael_train', 'setting_of', 'find_reference', 'regenerate_command', 'vs_supervised',
            'next_steps', 'plot_vs_supervised', 'eval_parser', 'check_protocol', 'check_classes', 'output_names',
-           'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
+           'overlay', 'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -176,7 +176,7 @@ def find_reference(run_dir,       # a finished run directory (config.yaml, summa
     "A stored supervised `bench/grid.py` cell at this run's setting, split and seed (same device, then same precision preferred), or None."
     run_dir = Path(run_dir)
     results = Path(results) if results is not None else Path(__file__).resolve().parents[1] / 'bench' / 'results'
-    cfg, s = yaml.safe_load((run_dir / 'config.yaml').read_text()), json.loads((run_dir / 'summary.json').read_text())
+    cfg, s = read_yaml(run_dir / 'config.yaml'), json.loads((run_dir / 'summary.json').read_text())
     want, found = setting_of(cfg), []
     for p in sorted(results.glob(f"*/supervised__*__s{cfg['run']['seed']}.json")):
         d = json.loads(p.read_text())
@@ -198,11 +198,11 @@ def vs_supervised(run_dir,            # a finished run directory of a semi-super
                   stored: bool = True # True: `reference` is a stored result (labelled so, with the command that remakes it)
                  ) -> str:
     "Per-class IoU of a run's reported model beside supervised training at the same setting and seed, with head and tail gains."
-    from ael_nb.compare import read_result, INFOS
+    from ael_nb.compare import read_result, run_info
     a, b = read_result(run_dir), read_result(reference)
     if a['seed'] != b['seed'] or a['dataset'] != b['dataset']:
         raise ValueError(f"{reference}: seed {b['seed']} on {b['dataset']}, the run {run_dir}: seed {a['seed']} on {a['dataset']}")
-    info = INFOS[a['dataset']]; tail = [info.class_names[i] for i in info.tail_classes]
+    info = run_info(a['dataset'], a['root'], run_dir); tail = [info.class_names[i] for i in info.tail_classes]
     head = [c for c in info.class_names if c not in tail]
     name = f"{a['method']} ({a['model']})"
     w = max(len(c) for c in info.class_names + ['tail mIoU'])
@@ -241,13 +241,13 @@ def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervis
                        reference,  # a supervised run directory, or a bench/grid.py cell JSON (`find_reference`)
                       ):
     "Per-class IoU of the supervised reference beside every model the run evaluated last: the run's `iou.png` when the summary compares them."
-    from ael_nb.compare import read_result, INFOS
+    from ael_nb.compare import read_result, run_info
     from ael_nb.metrics import iou_table, plot_iou
     a, b = read_result(run_dir), read_result(reference)
     last = [r['eval'] for r in read_metrics(run_dir) if 'eval' in r][-1]
     runs = {f"supervised ({b['model']}, stored)": {c: v / 100 for c, v in b['iou'].items()}}
     runs |= {f"{a['method']} {m}": s['per_class'] for m, s in last.items()}
-    return plot_iou(iou_table(runs, INFOS[a['dataset']]), f"{a['method']} beside supervised training (same setting and seed {a['seed']})")
+    return plot_iou(iou_table(runs, run_info(a['dataset'], a['root'], run_dir)), f"{a['method']} beside supervised training (same setting and seed {a['seed']})")
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 positive = arg_type(at_least(1))   # argparse type: an integer >= 1
@@ -291,6 +291,13 @@ def output_names(where, names: dict) -> dict:
         if out in seen: raise DataError(where, f"{seen[out]} and {src} would both be written to {out}; rename one of them")
         seen[out] = src
     return names
+
+def overlay(image: torch.Tensor,  # uint8 [3,H,W]
+            mask: np.ndarray,     # coloured mask uint8 [H,W,3] (`colorize`)
+            alpha: float = 0.5    # weight of the mask
+           ) -> np.ndarray:
+    "The image and its coloured mask blended, uint8 [H,W,3]: what `ael-predict --overlay` writes."
+    return ((1 - alpha) * image.permute(1, 2, 0).numpy() + alpha * mask).round().astype(np.uint8)
 
 def save_prediction(pred: torch.Tensor, palette, path):
     "Coloured PNG of a predicted label map [H,W]."
@@ -343,7 +350,7 @@ def predict_parser() -> argparse.ArgumentParser:
     p.add_argument('--protocol', default='whole', choices=['whole', 'sliding'], help='whole (default) or sliding windows')
     p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help="sliding window (default: the run's)")
     p.add_argument('--stride', type=positive, nargs=2, metavar=('H', 'W'), help="sliding stride (default: the run's)")
-    p.add_argument('--overlay', action='store_true', help='write image and mask blended')
+    p.add_argument('--overlay', action='store_true', help='also write image and mask blended, <out>/overlays/<name>.png')
     p.add_argument('--device', default='auto', help="'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
@@ -377,13 +384,14 @@ def _predict(a):
     check_protocol(a, a.protocol, window, stride)
     from PIL import Image
     Path(a.out).mkdir(parents=True, exist_ok=True)
+    if a.overlay: (Path(a.out) / 'overlays').mkdir(exist_ok=True)
     written = 0
     with torch.no_grad():
         for f, dst in todo.items():
             img = read_image(f)
             pred = predict(model, normalize(img)[None].to(device), a.protocol, window, stride).argmax(1)[0]
             mask = colorize(pred, info.palette)
-            if a.overlay: mask = (0.5 * mask + 0.5 * img.permute(1, 2, 0).numpy()).astype(np.uint8)
             Image.fromarray(mask).save(dst); written += 1
-    print(f"{written} masks written to {a.out}")
+            if a.overlay: Image.fromarray(overlay(img, mask)).save(Path(a.out) / 'overlays' / dst.name)
+    print(f"{written} masks written to {a.out}" + (f", overlays to {Path(a.out) / 'overlays'}" if a.overlay else ''))
     return 0

@@ -10,18 +10,26 @@ import json
 from pathlib import Path
 import pandas as pd
 import torch
-import yaml
-from .datasets import ADE20K_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO
+from .config import read_yaml
+from .datasets import ADE20K_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO, get_dataset
 from .synthetic import SYNTHETIC_INFO
 from .runlog import read_metrics, read_traces
 
 # %% auto #0
-__all__ = ['INFOS', 'read_result', 'load_results', 'table4', 'class_gains', 'head_tail_gains', 'plot_class_gains',
+__all__ = ['INFOS', 'run_info', 'read_result', 'load_results', 'table4', 'class_gains', 'head_tail_gains', 'plot_class_gains',
            'plot_head_tail', 'learning_curves', 'plot_learning_curves', 'loss_classes', 'tail_shares',
            'plot_tail_shares']
 
 # %% ../nbs/24_compare.ipynb #cb1b9db9
 INFOS = {i.name: i for i in (SYNTHETIC_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO, ADE20K_INFO)}
+
+def run_info(dataset: str,  # the run's `data.dataset`
+             root,          # its `data.root` (read for a dataset whose classes live in its folder, e.g. 'folder')
+             where):        # the file that names the dataset, for messages
+    "Class names, palette and head/tail classes of a run's dataset: a built-in's `INFOS`, else the dataset's own, read from `root`."
+    if dataset in INFOS: return INFOS[dataset]
+    try: return get_dataset(dataset, root).info
+    except KeyError as e: raise ValueError(f"{where}: {e.args[0]}") from None
 
 def read_result(path,              # a run directory or a `bench/grid.py` cell JSON
                 model: str = None  # 'teacher' or 'student'; default: the teacher where the run has one
@@ -30,7 +38,7 @@ def read_result(path,              # a run directory or a `bench/grid.py` cell J
     p = Path(path)
     if p.is_dir():
         if not (p/'config.yaml').is_file(): raise FileNotFoundError(f"{p}: not a run directory (no config.yaml)")
-        cfg = yaml.safe_load((p/'config.yaml').read_text())
+        cfg = read_yaml(p/'config.yaml')
         evals = [r['eval'] for r in read_metrics(p) if 'eval' in r]
         if not evals: raise ValueError(f"{p/'metrics.jsonl'}: no evaluation record")
         metrics, method, seed, dataset = evals[-1], cfg['method']['name'], cfg['run']['seed'], cfg['data']['dataset']
@@ -41,7 +49,8 @@ def read_result(path,              # a run directory or a `bench/grid.py` cell J
     else: raise FileNotFoundError(f"{p}: neither a run directory nor a bench cell JSON")
     model = model or ('teacher' if 'teacher' in metrics else 'student')
     if model not in metrics: raise KeyError(f"{p}: no {model!r} evaluation (has {sorted(metrics)})")
-    return dict(method=method, seed=seed, dataset=dataset, model=model, source=str(p),
+    root = None if dataset in INFOS else (cfg if p.is_dir() else d['config'])['data'].get('root')   # a folder dataset: which folder
+    return dict(method=method, seed=seed, dataset=dataset, root=root, model=model, source=str(p),
                 iou={c: 100 * v for c, v in metrics[model]['per_class'].items()})
 
 # %% ../nbs/24_compare.ipynb #bfb5e43b
@@ -54,14 +63,14 @@ def load_results(*paths,           # run directories, cell JSONs, or folders of 
         grid = p.is_dir() and not (p/'config.yaml').exists()
         if grid and not list(p.glob('*.json')): raise FileNotFoundError(f"{p}: neither a run directory nor a folder of cell JSONs")
         recs += [read_result(c, model) for c in sorted(p.glob('*.json'))] if grid else [read_result(p, model)]
-    if len({r['dataset'] for r in recs}) > 1: raise ValueError(f"runs of different datasets: {sorted({r['dataset'] for r in recs})}")
+    if len({(r['dataset'], r['root']) for r in recs}) > 1:
+        raise ValueError(f"runs of different datasets: {sorted({(r['dataset'], str(r['root'])) for r in recs})}")
     seen = {}
     for r in recs:
         k = (r['method'], r['seed'])
         if k in seen: raise ValueError(f"{r['source']}: method {k[0]!r} seed {k[1]} already read from {seen[k]}")
         seen[k] = r['source']
-    if recs[0]['dataset'] not in INFOS: raise ValueError(f"{recs[0]['source']}: unknown dataset {recs[0]['dataset']!r} (known: {list(INFOS)})")
-    info = INFOS[recs[0]['dataset']]
+    info = run_info(recs[0]['dataset'], recs[0]['root'], recs[0]['source'])
     tl = [info.class_names[i] for i in info.tail_classes]
     order = [n for n in info.class_names if n not in tl] + tl
     df = pd.DataFrame([dict(method=r['method'], seed=r['seed'], cls=c, group='tail' if c in tl else 'head', iou=v)
@@ -163,9 +172,8 @@ def loss_classes(sources: dict,      # label -> a run directory with stored trac
         for run in [runs] if isinstance(runs, (str, Path)) else runs:
             run = Path(run)
             if not (run/'config.yaml').is_file(): raise FileNotFoundError(f"{run}: not a run directory (no config.yaml)")
-            cfg = yaml.safe_load((run/'config.yaml').read_text())
-            if cfg['data']['dataset'] not in INFOS: raise ValueError(f"{run/'config.yaml'}: unknown dataset {cfg['data']['dataset']!r} (known: {list(INFOS)})")
-            info = INFOS[cfg['data']['dataset']]; n = info.num_classes
+            cfg = read_yaml(run/'config.yaml')
+            info = run_info(cfg['data']['dataset'], cfg['data'].get('root'), run/'config.yaml'); n = info.num_classes
             traces = [t for t in read_traces(run) if t['it'] >= from_step and 'y_hat' in t]
             if not traces: raise ValueError(f"{run/'traces'}: no trace with a pseudo-label (y_hat) from step {from_step} on")
             pseudo, kept, weight = torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.long), torch.zeros(n, dtype=torch.float64)

@@ -18,15 +18,15 @@ from .core import DataError, atomic_write_text
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
            'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
            'framework', 'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k',
-           'cpu', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
-           'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes', 'Difference',
-           'preset_values', 'differences_table']
+           'cpu', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
+           'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
+           'Difference', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
 class DataConfig:
     "Where the images come from and how one training batch is built."
-    dataset: str = 'cityscapes'             # a name in `ael_nb.datasets.DATASETS` ('synthetic' needs no files)
+    dataset: str = 'cityscapes'             # a name in `ael_nb.datasets.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
     root: str|None = None                   # dataset root folder (None: the dataset's default / not needed)
     manifest: str|None = None               # labeled/unlabeled split file (`ael_nb.manifests`); None: draw `fraction`
     fraction: float = 1/16                  # labeled fraction drawn with `run.seed` when no manifest is given
@@ -349,6 +349,20 @@ def cpu() -> Config:
 
 PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu)
 
+# %% ../nbs/14_config.ipynb #14d000c4
+def folder() -> Config:
+    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): the `cpu` network and method on random crops, 2000 steps."
+    c = cpu(); c.preset = 'folder'
+    c.data.dataset, c.data.fraction = 'folder', 1.0   # every label file is used; images without one are unlabeled
+    c.data.crop_size, c.data.scale = (256, 256), (0.5, 2.0)   # images of any size: random-resized crops
+    c.optim.iters = 2000
+    c.method.tau = 1 - 1 / 111              # the paper's time constant (1000 of 18k steps) as the same fraction of 2000 steps
+    c.method.alpha_rampup = 1000            # half the run, as `cpu`: from scratch the teacher learns rare classes first
+    c.eval.interval, c.run.out, c.run.trace_interval = 500, 'runs/folder', 100
+    return c
+
+PRESETS['folder'] = folder
+
 # %% ../nbs/14_config.ipynb #0337b3aa
 def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
     "(check, description) of a finite number in a range."
@@ -501,6 +515,29 @@ def get_preset(name: str) -> Config:
     "The named preset, `resolved` and validated: a fresh copy a run can use as it is."
     return validate(resolved(asked_preset(name)))
 
+# %% ../nbs/14_config.ipynb #5c22ff3d
+def _yaml_keys(node, path: str = ''):
+    "(dotted key, line) of every key in a YAML mapping node and the mappings nested in it, named as `flat_items` names them."
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode): continue
+        name = f"{path}{k.value}"
+        yield name, k.start_mark.line + 1
+        if isinstance(v, yaml.MappingNode): yield from _yaml_keys(v, name + '.')
+
+def read_yaml(path):
+    "The YAML document in the file `path`; a DataError naming the file for bad YAML, bytes that are not text, or a key set twice."
+    p = Path(path)
+    try: text = p.read_text(); node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        at = getattr(e, 'problem_mark', None)
+        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
+    except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
+    seen = {}
+    for name, line in _yaml_keys(node) if isinstance(node, yaml.MappingNode) else ():
+        if name in seen: raise DataError(p, f"{name} is set twice, at lines {seen[name]} and {line}: keep one")
+        seen[name] = line
+    return yaml.safe_load(text)
+
 # %% ../nbs/14_config.ipynb #aea5132c
 def save_config(cfg: Config, path) -> Path:
     "Write the resolved configuration as YAML."
@@ -511,11 +548,7 @@ def load_config(path, base: Config|None = None) -> Config:
     p = Path(path)
     if not p.is_file():
         raise DataError(p, 'configuration file not found')
-    try: d = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        at = getattr(e, 'problem_mark', None)
-        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
-    except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
+    d = read_yaml(p) or {}
     if not isinstance(d, dict): raise DataError(p, f"a configuration file must hold a mapping, got {type(d).__name__}")
     try: return from_dict(d, base)
     except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: still a KeyError, now naming the file
@@ -627,9 +660,13 @@ DIFFERENCES = (
        'before: ACP, ACM and AES of a step read one Conf, however the step is cut into micro-batches'),
     _D('AES: keep draw', ('method.aes_draw',), 'Eq. 9, per pixel', 'one random map per class, shared by the batch',
        'per pixel: independent decisions, as Eq. 9 reads'),
+    _D('AES when every class has Conf = 1', (), 'Eq. 8: 0 / 0', 'rates 0 / 0 = NaN: keeps no pixel',
+       'rates 1: keeps every pixel (no class lags, nothing to equalise)', 'the unsupervised loss of such a step'),
     _D('unsupervised loss normalisation', ('method.unsup_per_image',), 'Eq. 11, per image', 'over the batch', 'Eq. 11'),
     _D('Eq. 11 denominator', ('method.unsup_denominator',), 'pixels with a target',
        'every pixel, those below the pseudo-label threshold (VOC 0.7) included', 'pixels with a target'),
+    _D('OHEM, every label of the batch ignored', (), '-', 'mean cross-entropy over no pixel: NaN, which poisons the update',
+       '0, with a zero gradient: no labeled pixel, nothing to learn', 'the supervised loss of such a batch'),
     _D('Copy-Paste sampling', ('method.cp_sqrt',), 'Eq. 7, softmax(1 - Conf)', 'softmax(sqrt(1 - Conf))', 'Eq. 7'),
     _D('Copy-Paste classes', ('method.cp_choice',), 'K classes pasted',
        'K draws with replacement over all classes, once per batch (a review counted 0.62 classes pasted on Cityscapes)',

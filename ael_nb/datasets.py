@@ -17,7 +17,7 @@ from .core import IGNORE_INDEX, DatasetInfo, DataError
 __all__ = ['CAMVID_INFO', 'CITYSCAPES_INFO', 'CITYSCAPES_ID_TO_TRAINID', 'VOC_INFO', 'ADE20K_CLASSES', 'ADE20K_INFO',
            'IMAGE_EXTS', 'DATASETS', 'read_image', 'read_label', 'make_lut', 'identity_map', 'decode_label',
            'SegDataset', 'dataset_root', 'require_samples', 'CamVid', 'Cityscapes', 'voc_palette', 'VOC', 'ADE20K',
-           'ImageFolder', 'make_fixture', 'get_dataset', 'colorize']
+           'image_files', 'ImageFolder', 'make_fixture', 'get_dataset', 'colorize']
 
 # %% ../nbs/08_datasets.ipynb #10bb05e5
 def read_image(path) -> torch.Tensor:
@@ -328,16 +328,24 @@ class ADE20K(SegDataset):
 # %% ../nbs/08_datasets.ipynb #8ba93162
 IMAGE_EXTS = ('.png', '.jpg', '.jpeg', '.bmp', '.tif', '.tiff', '.webp')
 
+def image_files(d: Path) -> dict:
+    "{id: image path} of every image under `d` (recursively); the id is the path under `d` without its suffix."
+    out = {}
+    for p in sorted(p for p in Path(d).rglob('*') if p.suffix.lower() in IMAGE_EXTS and p.is_file()):
+        i = p.relative_to(d).with_suffix('').as_posix()
+        if i in out: raise DataError(p, f'two images have the id {i!r} (also {out[i].name}): rename one')
+        out[i] = p
+    return out
+
 class ImageFolder(SegDataset):
     "Every image under `root` (recursively), unlabeled unless `label_dir/<id>.png` exists."
     def __init__(self, root, info: DatasetInfo, label_dir=None, split: str = 'all'):
         root = Path(root)
         if not root.is_dir(): raise DataError(root, 'image folder does not exist')
-        paths = sorted(p for p in root.rglob('*') if p.suffix.lower() in IMAGE_EXTS and p.is_file())
-        if not paths: raise DataError(root, f'no images ({", ".join(IMAGE_EXTS)}) found')
-        ids = [p.relative_to(root).with_suffix('').as_posix() for p in paths]
+        files = image_files(root)
+        if not files: raise DataError(root, f'no images ({", ".join(IMAGE_EXTS)}) found')
         lab = lambda i: Path(label_dir)/f'{i}.png' if label_dir and (Path(label_dir)/f'{i}.png').is_file() else None
-        super().__init__([(i, p, lab(i)) for i, p in zip(ids, paths)], info, root, split)
+        super().__init__([(i, p, lab(i)) for i, p in files.items()], info, root, split)
 
 # %% ../nbs/08_datasets.ipynb #d4c66b7f
 def _fixture_label(rng, h, w, num_classes):
@@ -410,9 +418,9 @@ def make_fixture(layout: str,             # 'camvid', 'cityscapes', 'voc', 'ade2
 
 # %% ../nbs/08_datasets.ipynb #bf39b062
 DATASETS = {'camvid': CamVid, 'cityscapes': Cityscapes, 'voc': VOC, 'ade20k': ADE20K}
-_LAZY = {'synthetic': ('ael_nb.synthetic', 'SyntheticScenes')}
+_LAZY = {'synthetic': ('ael_nb.synthetic', 'SyntheticScenes'), 'folder': ('ael_nb.folder', 'FolderDataset')}
 
-def get_dataset(name: str,          # a key of DATASETS ('synthetic', 'camvid', 'cityscapes', 'voc', 'ade20k')
+def get_dataset(name: str,          # a key of DATASETS ('synthetic', 'camvid', 'cityscapes', 'voc', 'ade20k', 'folder')
                 root=None,          # dataset folder; None: $AEL_<NAME>_ROOT (ignored by datasets that need none)
                 split: str = 'train',
                 **kwargs            # passed to the loader, e.g. extra=True for Cityscapes

@@ -13,13 +13,14 @@ from pathlib import Path, PurePosixPath
 import ael_nb
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, int_list
 from .datasets import DATASETS, SegDataset, get_dataset
+from .folder import list_id
 
 # %% auto #0
 __all__ = ['FORMAT', 'SPLITS', 'ID_SHAPES', 'IMPORTERS', 'Manifest', 'default_split', 'parse_fraction', 'fraction_count',
            'draw_order', 'ids_hash', 'split_prefix', 'manifest_name', 'make_manifest', 'manifest_dict', 'save_manifest',
            'validate_manifest', 'load_manifest', 'manifest_hash', 'verify_manifest', 'manifest_datasets', 'path_to_id',
            'read_id_list', 'refuse_unlabeled_name', 'import_lists', 'import_unimatch', 'u2pl_labeled', 'import_u2pl',
-           'import_cps', 'import_authors', 'check_dataset_name', 'check_without_data', 'ael_splits']
+           'import_cps', 'import_authors', 'import_own', 'check_dataset_name', 'check_without_data', 'ael_splits']
 
 # %% ../nbs/10_manifests.ipynb #764b6930
 FORMAT = 'ael_nb.manifest/1'
@@ -48,6 +49,7 @@ SPLITS = {   # dataset -> {split: number of images (None: any)}; the first split
     'ade20k': {'training': 20210, 'validation': 2000},
     'camvid': {'train': 367, 'val': 101, 'test': 233},
     'synthetic': {'train': None, 'val': None, 'test': None},
+    'folder': {'train': None, 'val': None},            # your own (`ael_nb.folder`): images/ and val/ or val.txt
 }
 ID_SHAPES = {   # dataset -> (regular expression of an id, an example)
     'cityscapes': (r'[a-z-]+_\d{6}_\d{6}', 'aachen_000000_000019'),
@@ -333,7 +335,16 @@ def import_authors(list_file,               # the authors' `data_list` file: one
     m.name = split_prefix(dataset, split) + (name or f'authors_{n_sup}_seed{seed}')
     return validate_manifest(m, path)
 
-IMPORTERS = {'unimatch': import_unimatch, 'u2pl': import_u2pl, 'cps': import_cps, 'authors': import_authors}
+def import_own(labeled_file,            # your list of labeled images: ids or paths under images/, one a line
+               dataset: str, split: str | None = None,
+               pool=None,               # all ids of the split, when no `unlabeled.txt` lies beside the list
+               **kw) -> Manifest:
+    "Your own labeled list (and `unlabeled.txt` beside it, else the rest of `pool`); ids keep their folders ('town0/0001')."
+    lab = Path(labeled_file); unl = lab.parent/'unlabeled.txt'
+    return import_lists(lab, unl if unl.is_file() else None, dataset, split, pool=pool, fmt='lists', id_fn=list_id,
+                        **dict(name=f'lists_{lab.stem}') | kw)
+
+IMPORTERS = {'unimatch': import_unimatch, 'u2pl': import_u2pl, 'cps': import_cps, 'authors': import_authors, 'lists': import_own}
 
 # %% ../nbs/10_manifests.ipynb #8157e2ce
 def check_dataset_name(dataset: str):
@@ -389,7 +400,8 @@ def _parser():
                                     "manifest, or redo the authors' (SemiSeg-AEL) seeded draw from their data_list.")
     im.add_argument('format', choices=sorted(IMPORTERS), help='unimatch: <folder>/{labeled,unlabeled}.txt; u2pl: <folder> or its labeled.txt '
                     '(unlabeled.txt beside it, else the rest of the split from --root); cps: *_labeled_1-N.txt; '
-                    "authors: SemiSeg-AEL's data_list (e.g. fine_train.txt) with --n-sup and --seed")
+                    "authors: SemiSeg-AEL's data_list (e.g. fine_train.txt) with --n-sup and --seed; lists: your own labeled "
+                    "list (ids or paths under images/, unlabeled.txt beside it, else the rest of the split from --root)")
     im.add_argument('--n-sup', type=int, help="authors only: labeled images, their config's dataset.n_sup (e.g. 186)")
     im.add_argument('--seed', type=int, help='authors only: their --seed (default 0)')
     im.add_argument('path', help='split folder or labeled list file')
@@ -412,12 +424,15 @@ def _parser():
 def _write(m: Manifest, out, force: bool) -> str:
     out = Path(out); path = out if out.suffix == '.json' else out/m.dataset/f'{m.name}.json'
     if path.is_file():
-        old = load_manifest(path)
-        if (old.dataset, old.split) != (m.dataset, m.split):
-            raise DataError(path, f'holds a {old.dataset} {old.split!r} manifest, not {m.dataset} {m.split!r}; choose another --name or --out '
-                                  '(--force only replaces a manifest of the same dataset and split)')
-        if manifest_hash(old) == manifest_hash(m): return f'unchanged {path}'   # same ids; provenance may differ
-        if not force: raise DataError(path, f'exists with different content (hash {manifest_hash(old)} vs new {manifest_hash(m)}); use --force')
+        try: old = load_manifest(path)
+        except DataError as e:                                          # the file in the way is broken, not the new manifest
+            if not force: raise DataError(path, f'the existing file is not a readable manifest ({e.problem}); --force replaces it') from None
+        else:
+            if (old.dataset, old.split) != (m.dataset, m.split):
+                raise DataError(path, f'holds a {old.dataset} {old.split!r} manifest, not {m.dataset} {m.split!r}; choose another --name or --out '
+                                      '(--force only replaces a manifest of the same dataset and split)')
+            if manifest_hash(old) == manifest_hash(m): return f'unchanged {path}'   # same ids; provenance may differ
+            if not force: raise DataError(path, f'exists with different content (hash {manifest_hash(old)} vs new {manifest_hash(m)}); use --force')
     save_manifest(m, path)
     return f'wrote {path}'
 
@@ -443,7 +458,7 @@ def _make(a) -> list[str]:
 
 def _import(a) -> list[str]:
     check_dataset_name(a.dataset); refuse_unlabeled_name(a.path); split = a.split or default_split(a.dataset)
-    needs_pool = a.format == 'u2pl' and not (u2pl_labeled(a.path).parent/'unlabeled.txt').is_file()
+    needs_pool = a.format in ('u2pl', 'lists') and not (u2pl_labeled(a.path).parent/'unlabeled.txt').is_file()
     ds = get_dataset(a.dataset, a.root, split) if (a.root or needs_pool) else None
     cmd = shlex.join(['ael-splits', 'import', a.format, str(Path(a.path).resolve()), '--dataset', a.dataset, '--split', split]
                      + (['--name', a.name] if a.name else []))

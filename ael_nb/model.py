@@ -182,8 +182,8 @@ def read_state_dict(path,                # checkpoint file
         raise DataError(path, f'not a readable {"" if trusted else "weights-only "}torch checkpoint '
                               f'({type(e).__name__}: {str(e).strip().splitlines()[0][:120]}){hint}') from e
     if isinstance(obj, dict) and obj.get('digest') is not None: obj = unseal(obj, path)   # a kit checkpoint proves its content
-    while isinstance(obj, dict) and isinstance(obj.get('state_dict', obj.get('model')), dict):
-        obj = obj.get('state_dict', obj.get('model'))
+    inner = lambda o: next((o[k] for k in ('state_dict', 'model', 'teacher', 'student') if isinstance(o.get(k), dict)), None)
+    while isinstance(obj, dict) and inner(obj) is not None: obj = inner(obj)   # a kit run's best.pth: its teacher (the evaluated model)
     sd = {}
     for k, v in (obj.items() if isinstance(obj, dict) else ()):
         if not torch.is_tensor(v): continue

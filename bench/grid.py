@@ -251,7 +251,7 @@ def cell_record(spec: dict, s: dict, config: dict, wall_s: float|None, host: dic
 
 def recover(runs_dir: Path, log) -> int:
     "Rebuild missing cell JSONs from finished run directories (`summary.json` at the last step), e.g. a GPU machine's."
-    import yaml
+    from ael_nb.config import read_yaml
     from ael_nb.core import atomic_write_text
     n = 0
     for sp in sorted(runs_dir.glob('*/*/spec.json')):
@@ -261,7 +261,7 @@ def recover(runs_dir: Path, log) -> int:
         s = json.loads(sm.read_text())
         if s['it'] != s['iters']: continue
         spec.update(gdir=str(res.parent), run_dir=str(sp.parent), result=str(res))
-        config = yaml.safe_load((sp.parent / 'config.yaml').read_text())
+        config = read_yaml(sp.parent / 'config.yaml')
         finished = dt.datetime.fromtimestamp(sm.stat().st_mtime).isoformat(timespec='seconds')
         res.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(res, json.dumps(cell_record(spec, s, config, None, dict(recovered_from=str(sp.parent), device=s.get('device_name')), finished), indent=1))

@@ -1,7 +1,8 @@
 """The kit against the authors' code (SemiSeg-AEL): `tests/golden/authors.json` holds what the authors' functions
 returned on seeded inputs (written by `tools/authors_golden.py`, which runs their checkout); here the kit recomputes
 each case from the same seeds under the `-authors` presets and must agree within the stated tolerance. With
-`AEL_AUTHORS_REPO` set to a checkout, the figures are also regenerated from their code and compared with the stored."""
+`AEL_AUTHORS_REPO` set to a checkout, the figures are also regenerated from their code and compared with the stored.
+`tests/test_authors_step.py` holds the training step to every switch these presets set."""
 import importlib.util, json, os, sys
 from pathlib import Path
 import pytest
@@ -74,3 +75,14 @@ def test_whole_step_tells_the_aes_switches_apart(switch):
     torch.set_num_threads(1)
     c = GOLDEN['cases']['ael_steps']
     assert ag.compare(ag.kit_steps(**c['inputs'], overrides=[switch]), c['authors'], c['tolerance'])
+
+def test_supervised_loss_with_every_label_ignored_is_zero():
+    "The step's L_s (OHEM + auxiliary OHEM) on a batch with no label: 0 and a zero gradient, where the authors' mean CE is NaN."
+    from ael_nb.steps import supervised_loss
+    c = GOLDEN['cases']['ohem']
+    main, aux, target = ag.ohem_inputs(c['inputs']['seed'])
+    main.requires_grad_(); target[:] = 255
+    loss = supervised_loss(dict(out=main, aux=aux), target, ag.get_preset('cityscapes-authors'))
+    loss.backward()
+    assert loss.item() == 0 and main.grad.abs().sum().item() == 0
+    assert torch.nn.functional.cross_entropy(main, target, ignore_index=255).isnan()   # the authors' fallback: mean CE

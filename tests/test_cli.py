@@ -56,6 +56,8 @@ def test_predict_folder(trained, tmp_path):
     from PIL import Image
     masks = sorted((tmp_path / 'masks').glob('*.png'))
     assert len(masks) == 2 and Image.open(masks[0]).size == (28, 20)
+    overlays = sorted((tmp_path / 'masks' / 'overlays').glob('*.png'))
+    assert [o.name for o in overlays] == [m.name for m in masks] and Image.open(overlays[0]).size == (28, 20)
 
 
 def test_errors(trained, tmp_path):

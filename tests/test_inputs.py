@@ -93,6 +93,22 @@ def test_resume_reads_the_runs_config(stopped, tmp_path):
     assert f"{tmp_path / 'none' / 'config.yaml'}: cannot resume" in err
 
 
+def test_a_key_set_twice_in_yaml_is_refused(stopped, tmp_path):
+    "A --config or a run's config.yaml that sets a key twice (YAML keeps the last silently): one line naming the file, the key and both lines."
+    import shutil
+    from ael_nb.compare import read_result
+    (tmp_path / 'twice.yaml').write_text('optim:\n  lr: 0.1\n  iters: 4\n  lr: 0.2\n')
+    err = one_line(run('ael-train', '--config', tmp_path / 'twice.yaml', '--out', tmp_path / 'new', *TINY, *SUP))
+    assert f"{tmp_path / 'twice.yaml'}: optim.lr is set twice, at lines 2 and 4: keep one" in err
+    assert not (tmp_path / 'new').exists()                                           # refused before anything is written
+    out = tmp_path / 'run'; shutil.copytree(stopped, out)
+    n = len((out / 'config.yaml').read_text().splitlines())
+    with open(out / 'config.yaml', 'a') as f: f.write('optim:\n  lr: 0.5\n')            # a second optim section, by hand
+    err = one_line(run('ael-train', '--out', out, '--resume'))
+    assert f"{out / 'config.yaml'}: optim is set twice, at lines " in err and f" and {n + 1}: keep one" in err
+    with pytest.raises(DataError, match='optim is set twice'): read_result(out)       # nor does a comparison read it
+
+
 # 3. one line for a second Ctrl-C during the save
 CHILD = r'''
 import os, sys, time, torch

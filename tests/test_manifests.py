@@ -320,6 +320,25 @@ def test_split_in_file_name_and_force_keeps_other_splits(tmp_path, capsys):
     assert load_manifest(out/'camvid'/'val_2_fold0.json').split == 'val'
 
 
+@pytest.mark.parametrize('broken,fault', [('{"dataset": "camvid"', 'not valid JSON'),
+                                          ('{"dataset": "camvid", "split": "train"}', "missing keys ['labeled', 'unlabeled']")])
+def test_force_replaces_a_broken_manifest(tmp_path, capsys, broken, fault):
+    "A file in the way that is no manifest: named with its own fault (not the new draw's), and --force replaces it."
+    root = make_fixture('camvid', tmp_path/'camvid', n=4); out = tmp_path/'o'; path = out/'camvid'/'1_fold0.json'
+    path.parent.mkdir(parents=True); path.write_text(broken)
+    rc, _, err = run_inproc(capsys, 'make', 'camvid', '--root', root, '--count', '1', '--out', out)
+    assert rc == 1 and f'{path}: the existing file is not a readable manifest ({fault}' in err and '--force replaces it' in err, err
+    assert path.read_text() == broken
+    rc, so, err = run_inproc(capsys, 'make', 'camvid', '--root', root, '--count', '1', '--out', out, '--force')
+    assert rc == 0 and so.strip() == f'wrote {path}', err
+    assert len(load_manifest(path).labeled) == 1
+    d = lists(tmp_path/'s'/'1_8', VOC_IDS[:5], VOC_IDS[5:]); target = out/'voc'/'unimatch_1_8.json'   # import alike
+    target.parent.mkdir(parents=True); target.write_text(broken)
+    assert run_inproc(capsys, 'import', 'unimatch', d, '--dataset', 'voc', '--out', out)[0] == 1
+    rc, so, err = run_inproc(capsys, 'import', 'unimatch', d, '--dataset', 'voc', '--out', out, '--force')
+    assert rc == 0 and so.startswith(f'wrote {target}') and load_manifest(target).labeled == VOC_IDS[:5], err
+
+
 def test_import_help_and_usage_errors(capsys):
     rc, out, _ = run_inproc(capsys, 'import', '--help'); out = ' '.join(out.split())    # argparse wraps lines
     assert rc == 0 and 'VOC is voc, not pascal' in out and "default: the dataset's training split" in out and 'overwrite an existing' in out
