@@ -32,7 +32,7 @@ from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, ag
                            check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
-__all__ = ['Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'setup', 'train']
+__all__ = ['ESTIMATE_AFTER', 'Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'setup', 'duration_line', 'train']
 
 # %% ../nbs/20_train.ipynb #d100f8ba
 @dataclass
@@ -62,6 +62,8 @@ class Meter:
     n_img: int = 0
     t0: float = field(default_factory=time.time)
     t_start: float = field(default_factory=time.time)
+    first_it: int = 0                   # the step this process started at
+    t_estimate: float|None = None       # when `estimate` began to time the steps
 
 @dataclass
 class Held:
@@ -80,7 +82,7 @@ class Run:
         self.loaders = self._loaders()
         self.stops, self.cms, self.summaries = StopState(), {}, {}     # cms, summaries: the last evaluation
         self.meter = Meter(tqdm(total=cfg.optim.iters, initial=S.it, disable=not (cfg.run.progress and is_main()),
-                                desc=cfg.method.name, dynamic_ncols=True))
+                                desc=cfg.method.name, dynamic_ncols=True), first_it=S.it)
 
     @property
     def it(self) -> int: return self.S.it
@@ -365,12 +367,36 @@ def finish(self: Run) -> dict:
     self.close()
     return summary
 
+# %% ../nbs/20_train.ipynb #5e7a1c21
+ESTIMATE_AFTER = 20   # steps timed (after the first) before a run says how long the rest takes here
+
+def duration_line(step_s: float,  # seconds one step took here
+                  steps: int,     # steps left
+                  evals: int = 0, # evaluations left
+                 ) -> str:
+    "The seconds a step takes and about how long the steps left take, in minutes."
+    m = step_s * steps / 60
+    about = f"about {max(1, round(m))} min" if m >= .5 else 'under a minute'
+    more = f", plus {evals} evaluation{'s' * (evals != 1)}" if evals else ''
+    return f"{step_s:.2f} s a step here: {about} for the {steps} steps left on this machine{more}"
+
+@patch
+def estimate(self: Run):
+    "Time the `ESTIMATE_AFTER` steps after this process's first; then print (once, main rank, `run.progress`) how long the rest takes."
+    m, n = self.meter, self.it - self.meter.first_it
+    if n == 1: m.t_estimate = time.time()
+    elif n == ESTIMATE_AFTER + 1 and self.it < self.stop and self.cfg.run.progress and is_main():
+        iv, iters = self.cfg.eval.interval, self.cfg.optim.iters
+        evals = sum(1 for k in range(self.it + 1, self.stop + 1) if (iv and k % iv == 0) or k == iters)
+        m.bar.write(duration_line((time.time() - m.t_estimate) / ESTIMATE_AFTER, self.stop - self.it, evals))
+
 # %% ../nbs/20_train.ipynb #ea3ebe5d
 def train(cfg: Config) -> dict:
     "Run (or resume) the training described by `cfg`; returns the final summary (also in summary.json)."
     with setup(cfg) as run, run.stops.signals:
         while run.it < run.stop:
             run.step()
+            run.estimate()                                          # after the first steps: how long the rest takes here
             if run.stops.stopping: run.preempt()                          # SIGTERM, SIGUSR1, SIGINT: checkpoint, `Preempted`
             if run.eval_due(): run.evaluate()
             elif run.save_due(): run.save()

@@ -76,10 +76,16 @@ def main(argv=None):
     ap.add_argument('--eval-images', type=int, default=20, help='val scenes per timed evaluation (the default run uses 100)')
     ap.add_argument('--variants', nargs='*', default=list(VARIANTS))
     ap.add_argument('--set', nargs='*', default=[], help='extra config overrides for every variant')
+    ap.add_argument('--custom', nargs='*', default=[], metavar="'NAME|THREADS|KEY=V KEY=V'",
+                    help="more variants: a name, torch threads and their overrides (after --set), e.g. 'scenes 64x96|1|data.synthetic_size=[64,96] data.crop_size=[64,96]'")
     ap.add_argument('--tag', default='cpu')
     ap.add_argument('--compile', action='store_true', help='only time torch.compile of the network (part_compile)')
     ap.add_argument('--data', action='store_true', help="only time the making of a step's batches (part_data)")
     a = ap.parse_args(argv)
+    for c in a.custom:
+        name, threads, ov = c.split('|')
+        VARIANTS[name] = (ov.split(), int(threads)); a.variants.append(name)
+    a.variants = [v for v in a.variants if v in VARIANTS]
     if a.compile or a.data:
         part, res = ('compile', part_compile(a.reps)) if a.compile else ('data', part_data(a.reps))
         (RESULTS / f'levers_{part}_{a.tag}.json').write_text(json.dumps(res, indent=1)); print(json.dumps(res, indent=1)); return
@@ -97,7 +103,7 @@ def main(argv=None):
         ov, _ = VARIANTS[name]
         torch.set_num_threads(2)
         runs[name] = setup(get_config('cpu', overrides=base + a.set + ov + [f"run.out={tmp / name.replace(' ', '_').replace(',', '').replace('+', 'p')}"]))
-    step_t = {n: [] for n in runs}; cpu_t = {n: [] for n in runs}; data_t = {n: [] for n in runs}; eval_t = {n: [] for n in runs if 'acm_targets' not in n}   # the network's cost only: one model, per val scene
+    step_t = {n: [] for n in runs}; cpu_t = {n: [] for n in runs}; data_t = {n: [] for n in runs}; eval_t = {n: [] for n in runs if 'acm_targets' not in n and 'batch' not in n}   # the network's cost only: one model, per val scene
     def steps(name, timed=False):
         torch.set_num_threads(VARIANTS[name][1])
         run, ts, cs = runs[name], [], []

@@ -183,3 +183,18 @@ def test_diverged_run_exits_nonzero_with_one_line(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert 'non-finite loss' in r.stderr and 'Traceback' not in r.stderr
     assert not (tmp_path / 'r' / 'summary.json').exists()
+
+
+def test_train_says_how_long_it_will_take(capsys, tmp_path):
+    "After its first steps `ael-train` prints, once, the time a step takes here and about how long the rest takes (format only: no timing asserted)."
+    import re
+    from ael_nb.cli import ael_train
+    from ael_nb.train import ESTIMATE_AFTER
+    iters = ESTIMATE_AFTER + 4
+    rc, out, err = inproc(capsys, ael_train, '--out', tmp_path / 'run', *TINY, f'optim.iters={iters}', 'run.progress=true')
+    assert rc == 0, err
+    lines = [l for l in out.splitlines() if 'a step here' in l]
+    assert len(lines) == 1, out
+    assert re.fullmatch(rf"\d+\.\d\d s a step here: (about \d+ min|under a minute) for the {iters - ESTIMATE_AFTER - 1} steps left "
+                        r"on this machine, plus 1 evaluation", lines[0]), lines[0]
+    assert out.index('fp32 (optim.amp=none)') < out.index(lines[0])   # after the first line, which names the precision
