@@ -568,6 +568,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'ael_nb.steps.forward_split': ('steps.html#forward_split', 'ael_nb/steps.py'),
                               'ael_nb.steps.labeled_unsup_loss': ('steps.html#labeled_unsup_loss', 'ael_nb/steps.py'),
                               'ael_nb.steps.meanteacher_step': ('steps.html#meanteacher_step', 'ael_nb/steps.py'),
+                              'ael_nb.steps.merge_records': ('steps.html#merge_records', 'ael_nb/steps.py'),
                               'ael_nb.steps.mix_unlabeled': ('steps.html#mix_unlabeled', 'ael_nb/steps.py'),
                               'ael_nb.steps.pseudo_label': ('steps.html#pseudo_label', 'ael_nb/steps.py'),
                               'ael_nb.steps.section': ('steps.html#section', 'ael_nb/steps.py'),

@@ -16,7 +16,7 @@ from .core import draw
 from .transforms import IMAGENET_MEAN, IMAGENET_STD
 from .cutmix import cutmix
 from .state import TrainState
-from .steps import (Trace, section, supervised_loss, teacher_probs, teacher_views, pseudo_label, alpha_ramp,
+from .steps import (Trace, section, merge_records, supervised_loss, teacher_probs, teacher_views, pseudo_label, alpha_ramp,
                           update_bank, aes_dr_loss, copy_paste_labeled, acm_sources, acm_table, acm_paste)
 
 # %% auto #0
@@ -76,12 +76,12 @@ def label_views(S: TrainState, ub: dict, src: dict|None, out_w: dict|None) -> tu
 
 # %% ../nbs/18a_fixmatch.ipynb #07fd40f9
 def strong_mix(S: TrainState, ub: dict, p_w: torch.Tensor, src: dict|None, p_src: torch.Tensor|None, g: torch.Generator,
-               trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    "(x_s, p_s, mixed): a strong view of the unlabeled batch, the probabilities labeling it, where another image went."
+               trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
+    "(x_s, p_s, mixed, record): a strong view of the unlabeled batch, the probabilities labeling it, where another image went."
     m = S.cfg.method
     with section(trace, 'strong view'): x_s = strong_view(ub['image'], m, g)
     if src is None:
-        with section(trace, 'CutMix'): return cutmix(x_s, p_w, g, m.mix_area, return_mask=True, prob=m.mix_prob)
+        with section(trace, 'CutMix'): return (*cutmix(x_s, p_w, g, m.mix_area, return_mask=True, prob=m.mix_prob), None)
     with section(trace, 'strong view'): x_src = strong_view(src['image'], m, g)
     return acm_paste(S, x_s, p_w, x_src, src, p_src, g, trace)
 
@@ -96,13 +96,12 @@ def threshold_loss(logits: torch.Tensor,  # student logits [B,C,H,W] on a view
     return (ce * ((conf >= thresh) & (conf > 0))).sum() / (conf > 0).sum().clamp_min(1)
 
 def unlabeled_loss(S: TrainState, logits: torch.Tensor, p: torch.Tensor, g: torch.Generator,
-                   trace: Trace|None = None) -> torch.Tensor:
-    "L_u of one view: `threshold_loss`, or with AES or DR on, AEL's Eq. 8-11 on the pseudo-labels over the threshold."
+                   trace: Trace|None = None) -> tuple[torch.Tensor, dict|None]:
+    "(L_u, record) of one view: `threshold_loss`, or with AES or DR on, AEL's Eq. 8-11 on the pseudo-labels over the threshold."
     m = S.cfg.method
-    if not (m.aes or m.dr): return threshold_loss(logits, p, m.conf_thresh)
-    L_u, keep, w = aes_dr_loss(S, logits, p, pseudo_label(p, m.conf_thresh), g, trace)
-    if trace is not None: trace.record(keep=keep, w=w)
-    return L_u
+    if not (m.aes or m.dr): return threshold_loss(logits, p, m.conf_thresh), None
+    L_u, keep, w, rec = aes_dr_loss(S, logits, p, pseudo_label(p, m.conf_thresh), g, trace)
+    return L_u, None if trace is None else merge_records(rec, keep=keep, w=w)
 
 def weak_to_strong_total(S: TrainState, L_s: torch.Tensor, L_u: torch.Tensor) -> torch.Tensor:
     "L_s + alpha L_u (alpha ramped as in every method), halved as FixMatch's and UniMatch's code do (`halve_loss`)."
@@ -120,31 +119,33 @@ class WeakViews(NamedTuple):
     p_w: torch.Tensor                   # labeler probabilities of the weak views (no gradient, zero on padding)
     src: dict|None                      # ACM's sources (None: ACM off)
     p_src: torch.Tensor|None            # labeler probabilities of ACM's sources
+    record: dict|None                   # ACP's and ACM's sources' part of the step's record (None: no trace asked)
 
 def weak_views(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None,
                fp: float = 0.0,         # UniMatch's feature-perturbation rate (0: none)
               ) -> WeakViews:
     "ACP, ACM's sources, the student's forward on labeled (and weak) views, the weak views labeled, ACM's class table."
-    x_l, y_l = copy_paste_labeled(S, lb, g, trace)                   # ACP (off: the labeled batch as it is)
-    src = acm_sources(S, ub, g, trace)                               # ACM's sources (off: None)
+    x_l, y_l, r_cp = copy_paste_labeled(S, lb, g, trace)             # ACP (off: the labeled batch as it is)
+    src, r_src = acm_sources(S, ub, g, trace)                        # ACM's sources (off: None)
     with section(trace, 'student forward'): out_l, out_w = forward_weak(S, x_l, ub['image'], fp)
     with section(trace, 'teacher forward'): p_w, p_src = label_views(S, ub, src, out_w)   # p^w, no gradient
     if src is not None: acm_table(S, ub, p_w, src, p_src, trace)
-    return WeakViews(x_l, y_l, out_l, out_w, p_w, src, p_src)
+    return WeakViews(x_l, y_l, out_l, out_w, p_w, src, p_src, None if trace is None else merge_records(r_cp, r_src))
 
 # %% ../nbs/18a_fixmatch.ipynb #39c111a6
 def fixmatch_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
-    "FixMatch: L = (L_s + alpha L_u) / 2, L_u: the strong view's CE against the weak view's confident pseudo-labels."
+    "FixMatch: L = (L_s + alpha L_u) / 2, L_u: the strong view's CE against the weak view's confident pseudo-labels; (L, logs, record)."
     m = S.cfg.method
     w = weak_views(S, lb, ub, g, trace)                              # ACP, ACM's sources, p^w
-    x_s, p_s, mixed = strong_mix(S, ub, w.p_w, w.src, w.p_src, g, trace)   # x^s and the p^w that labels it
+    x_s, p_s, mixed, r_mix = strong_mix(S, ub, w.p_w, w.src, w.p_src, g, trace)   # x^s and the p^w that labels it
     with section(trace, 'student forward'): out_s = S.student(x_s)
     L_s = supervised_loss(w.out_l, w.y_l, S.cfg)                     # Eq. 1
-    L_u = unlabeled_loss(S, out_s['out'], p_s, g, trace)             # Eq. 2 of UniMatch (or AEL's Eq. 8-11)
-    update_bank(S, w.out_l, w.y_l, trace)                            # Eq. 3-6: the bank AEL's components read
+    L_u, r_u = unlabeled_loss(S, out_s['out'], p_s, g, trace)        # Eq. 2 of UniMatch (or AEL's Eq. 8-11)
+    r_bank = update_bank(S, w.out_l, w.y_l, trace)                   # Eq. 3-6: the bank AEL's components read
     passed = (p_s.amax(1) >= m.conf_thresh) & (p_s.amax(1) > 0)
-    if trace is not None: trace.record(lb_image=lb['image'], lb_label=lb['label'], x_l=w.x_l, ub_image=ub['image'],
-                                       ub_index=ub['index'], p_t=w.p_w, x_u=x_s, p_u=p_s, cut_mask=mixed, passed=passed,
-                                       y_hat=pseudo_label(p_s, m.conf_thresh), pred_u=out_s['out'].argmax(1))
+    rec = None if trace is None else merge_records(
+        w.record, r_mix, r_u, r_bank, lb_image=lb['image'], lb_label=lb['label'], x_l=w.x_l, ub_image=ub['image'],
+        ub_index=ub['index'], p_t=w.p_w, x_u=x_s, p_u=p_s, cut_mask=mixed, passed=passed,
+        y_hat=pseudo_label(p_s, m.conf_thresh), pred_u=out_s['out'].argmax(1))
     return weak_to_strong_total(S, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
-                                                   pass_rate=passed.sum() / (p_s.amax(1) > 0).sum().clamp_min(1))
+                                                   pass_rate=passed.sum() / (p_s.amax(1) > 0).sum().clamp_min(1)), rec

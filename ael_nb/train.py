@@ -224,7 +224,8 @@ def _micro_batches(self: Run, trace: Trace|None):
             lb, ub = to_device(next(self.loaders.labeled), device), to_device(next(self.loaders.unlabeled), device) if self.semi else None
         ddp = isinstance(S.student, nn.parallel.DistributedDataParallel) and a < accum - 1
         with S.student.no_sync() if ddp else nullcontext():
-            with _autocast(device, cfg.optim.amp): loss, logs = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
+            with _autocast(device, cfg.optim.amp): loss, logs, rec = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
+            if rec is not None: trace.record(**rec)                    # what the first micro-batch decided
             with section(trace, 'backward'): S.scaler.scale(loss / (accum * ranks)).backward()
         for k, v in dict(logs, loss=loss).items(): vals[k] = vals.get(k, 0) + _on_device(v) / accum
         self.meter.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)

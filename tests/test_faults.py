@@ -78,8 +78,8 @@ def test_diverged_run_fails_and_saves_nothing_poisoned(tmp_path, policy):
 def test_nonfinite_step_skipped_on_request(tmp_path, monkeypatch):
     real = methods_mod.METHODS['ael']
     def nan_at_step_2(S, lb, ub, g, trace=None):
-        loss, logs = real(S, lb, ub, g, trace)
-        return (loss * float('nan') if S.it == 1 else loss), logs
+        loss, logs, rec = real(S, lb, ub, g, trace)
+        return (loss * float('nan') if S.it == 1 else loss), logs, rec
     monkeypatch.setitem(methods_mod.METHODS, 'ael', nan_at_step_2)
     s = train(tiny(tmp_path, 'method.name=ael', 'optim.iters=3', 'run.on_nonfinite=skip'))
     assert s['it'] == 3
