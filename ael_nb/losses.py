@@ -33,11 +33,12 @@ def ohem_mask(
 ) -> torch.Tensor:  # bool [B,H,W], pixels that enter the OHEM loss
     "Pixels kept by OHEM: true-class probability <= max(thresh, min_kept-th smallest one)."
     valid = target != ignore_index
-    n = int(valid.sum())
-    if n == 0 or min_kept > n: return valid
+    if min_kept > valid.numel(): return valid                    # fewer pixels than min_kept, let alone labeled ones
     p = logits.detach().float().softmax(1).gather(1, torch.where(valid, target, 0)[:, None])[:, 0]
     threshold = torch.tensor(thresh, device=p.device)
-    if min_kept > 0: threshold = torch.maximum(threshold, p[valid].kthvalue(min_kept).values)
+    if min_kept > 0:   # ignored pixels at +inf: fewer labeled pixels than min_kept give q = inf, and all are kept
+        q = torch.where(valid, p, torch.inf).flatten().kthvalue(min_kept).values
+        threshold = torch.maximum(threshold, q)
     return valid & (p <= threshold)
 
 def ohem_ce(

@@ -224,8 +224,10 @@ class AcmSources:
         return dict(b, classes=d['classes'], prob=d['prob'])
 
     def submit(self, d: dict):
-        self.next = d                                   # the thread gets CPU copies: it must not wait on the GPU stream
-        self.future = self.pool.submit(self.load, {k: v.cpu() for k, v in d.items()}) if self.pool else None
+        self.next, self.future = d, None
+        if self.pool:   # the thread must not wait on the GPU stream: which images to load, in one copy to the host
+            index, seeds = torch.stack([d['index'], d['seeds']]).cpu()
+            self.future = self.pool.submit(self.load, dict(d, index=index, seeds=seeds))
 
     def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
         "This step's sources (a batch with `classes`, `prob`); the next step's draw (`r`, table as now) starts loading."

@@ -11,13 +11,13 @@ from ael_nb.train import setup
 # What remains, per method, and why each cannot go (a failure prints each site):
 # - every method, 1: the trainer reads whether the step's loss is finite (`Run._finite`), because a non-finite loss
 #   must stop the run or skip the update before the optimiser touches the weights (`21_faults`).
-# - AEL (ACM on), 6 more: `AcmSources.submit` copies the next step's draw (classes, probabilities, image indices,
-#   seeds: 4 tensors) to the host, which loads those images; `component_ids` iterates until its labels stop changing
+# - AEL (ACM on), 3 more: `AcmSources.submit` copies the next step's image indices and seeds to the host (one copy),
+#   which loads those images; `component_ids` iterates until its labels stop changing
 #   (`torch.equal`, one read per iteration, 1 here); Copy-Paste reads how many images get a paste, which decides how
 #   many random numbers the jitter draws and so every later draw (`12_copy_paste`).
 # - FixMatch 1 more, UniMatch 2 more: `strong_view` reads its uniforms to choose each image's photometric ops
 #   (torchvision's functional ops take Python numbers), once per strong view.
-LIMITS = {'ael': 7, 'cutmix': 1, 'fixmatch': 2, 'unimatch': 3}
+LIMITS = {'ael': 4, 'cutmix': 1, 'fixmatch': 2, 'unimatch': 3}
 OVERRIDES = {'ael': ['method.name=ael'], 'cutmix': ['method.name=cutmix'],
              'fixmatch': ['method.name=fixmatch'], 'unimatch': ['method.name=unimatch']}
 
