@@ -146,11 +146,10 @@ def wait_for_ranks(status,               # `AEL_STATUS_DIR` of the ranks (`under
                    timeout: float = 300, # seconds to wait at most
                    poll: float = 0.2,
                   ) -> list[int]:        # the ranks still running when `timeout` ran out
-    "Wait until every rank registered in `status` has reported its exit status (after its checkpoint) or ended."
+    "Wait until every rank registered in `status` has ended: none is left for a scheduler to kill mid-save."
     status, end = Path(status), time.time() + timeout
     while True:
-        left = sorted(int(f.stem) for f in status.glob('*.pid')
-                      if not (status / f.stem).exists() and running(int(f.read_text())))
+        left = sorted(int(f.stem) for f in status.glob('*.pid') if running(int(f.read_text())))
         if not left or time.time() >= end: return left
         time.sleep(poll)
 
@@ -176,8 +175,10 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
     try:
         rc = p.wait()
         late = wait_for_ranks(status, wait_s)   # torchrun can end before its ranks (killed, or a signal it does not handle)
+        unsaved = [r for r in late if not (status / str(r)).exists()]   # a rank reports its status after its checkpoint
         if late: print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; "
-                       "its stop checkpoint may be incomplete (the previous latest.pth stays whole)", file=sys.stderr)
+                       + (f"the stop checkpoint of rank {', '.join(map(str, unsaved))} may be incomplete (the previous "
+                          "latest.pth stays whole)" if unsaved else "every rank reported its checkpoint written"), file=sys.stderr)
     finally:
         for s, h in old.items(): signal.signal(s, h)
         codes = [int(f.read_text() or -1) for f in status.iterdir() if f.name.isdigit()]
