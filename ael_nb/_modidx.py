@@ -293,6 +293,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.faults.check_weights': ('faults.html#check_weights', 'ael_nb/faults.py'),
                                'ael_nb.faults.claim_run_dir': ('faults.html#claim_run_dir', 'ael_nb/faults.py'),
                                'ael_nb.faults.config_changes': ('faults.html#config_changes', 'ael_nb/faults.py'),
+                               'ael_nb.faults.descendants': ('faults.html#descendants', 'ael_nb/faults.py'),
                                'ael_nb.faults.die_with_parent': ('faults.html#die_with_parent', 'ael_nb/faults.py'),
                                'ael_nb.faults.disk_space': ('faults.html#disk_space', 'ael_nb/faults.py'),
                                'ael_nb.faults.finite_values': ('faults.html#finite_values', 'ael_nb/faults.py'),

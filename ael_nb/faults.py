@@ -18,8 +18,8 @@ from .config import Config, load_config, to_dict, flat_items
 # %% auto #0
 __all__ = ['STOP_SIGNALS', 'RESUME_FREE', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space',
            'finite_values', 'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals',
-           'die_with_parent', 'under_launcher', 'report_status', 'running', 'wait_for_ranks', 'supervise',
-           'resume_command', 'config_changes', 'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock',
+           'die_with_parent', 'under_launcher', 'report_status', 'running', 'wait_for_ranks', 'descendants',
+           'supervise', 'resume_command', 'config_changes', 'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock',
            'claim_run_dir']
 
 # %% ../nbs/21_faults.ipynb #1015658d
@@ -152,6 +152,15 @@ def wait_for_ranks(status,               # `AEL_STATUS_DIR` of the ranks (`under
         left = sorted(int(f.stem) for f in status.glob('*.pid') if running(int(f.read_text())))
         if not left or time.time() >= end: return left
         time.sleep(poll)
+
+# %% ../nbs/21_faults.ipynb #206b8d1d
+def descendants(pid: int) -> list[int]:
+    "Every process below `pid` (Linux /proc; none elsewhere): what must end before a launcher may return."
+    kids = []
+    for t in Path(f'/proc/{pid}/task').glob('*'):
+        try: kids += [int(k) for k in (t / 'children').read_text().split()]
+        except OSError: pass
+    return kids + [g for k in kids for g in descendants(k)]
 
 # %% ../nbs/21_faults.ipynb #f0dc7595
 def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.torchrun_argv`

@@ -171,15 +171,6 @@ def wait_for_step(run_dir, proc, step: int, timeout: float) -> int:
     return last
 
 
-def children(pid: int) -> list[int]:
-    "Every process below `pid` (Linux /proc; none elsewhere)."
-    kids = []
-    for t in Path(f'/proc/{pid}/task').glob('*'):
-        try: kids += [int(k) for k in (t / 'children').read_text().split()]
-        except OSError: pass
-    return kids + [g for k in kids for g in children(k)]
-
-
 def wait_for_ranks(pids, timeout: float = 120) -> float:
     "Wait until none of `pids` runs (the ranks of a launcher that may have ended first); seconds waited."
     from ael_nb.faults import running
@@ -197,12 +188,13 @@ def saved_step(run_dir):
 
 def signal_run(cmd, run_dir, log, a, sig: str = 'SIGTERM') -> dict:
     "Start `cmd`, send `sig` after `a.sig_step` logged steps, report its exit status and the step latest.pth holds."
+    from ael_nb.faults import descendants
     with open(log, 'a') as f:
         f.write(f"\n$ {shlex.join(map(str, cmd))}   ({sig} after step {a.sig_step})\n"); f.flush()
         p = subprocess.Popen(list(map(str, cmd)), stdout=f, stderr=subprocess.STDOUT)
         logged = wait_for_step(run_dir, p, a.sig_step, a.timeout)
         if p.poll() is not None: return dict(cmd=shlex.join(map(str, cmd)), error=f'ended by itself with {p.returncode} before the signal')
-        ranks = children(p.pid)                  # torchrun's training processes (and their loader workers)
+        ranks = descendants(p.pid)                  # torchrun's training processes (and their loader workers)
         t = time.time(); p.send_signal(getattr(signal, sig))
         try: rc = p.wait(timeout=120)
         except subprocess.TimeoutExpired: p.kill(); rc = f'no exit within 120 s of {sig} (killed)'

@@ -5,6 +5,7 @@ import os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import pytest
 from ael_nb.core import EXIT_REQUEUE
+from ael_nb.faults import descendants
 from ael_nb.plan import TINY
 from ael_nb.state import read_checkpoint
 
@@ -15,14 +16,6 @@ LONG = TINY + ['data.batch_size=4', 'optim.iters=200', 'run.log_interval=1']   #
 
 def _free_port():
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
-
-def descendants(pid: int) -> list[int]:
-    "Every process below `pid` (Linux /proc)."
-    kids = []
-    for t in Path(f'/proc/{pid}/task').glob('*'):
-        try: kids += [int(k) for k in (t / 'children').read_text().split()]
-        except OSError: pass
-    return kids + [g for k in kids for g in descendants(k)]
 
 def alive(pids) -> list[int]:
     "Those of `pids` still running (zombies count as ended)."
