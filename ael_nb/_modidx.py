@@ -158,6 +158,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'ael_nb.core.check_indices': ('core.html#check_indices', 'ael_nb/core.py'),
                              'ael_nb.core.content_digest': ('core.html#content_digest', 'ael_nb/core.py'),
                              'ael_nb.core.count_syncs': ('core.html#count_syncs', 'ael_nb/core.py'),
+                             'ael_nb.core.cpu_bf16_kernels': ('core.html#cpu_bf16_kernels', 'ael_nb/core.py'),
                              'ael_nb.core.cuda_nondeterministic_ops': ('core.html#cuda_nondeterministic_ops', 'ael_nb/core.py'),
                              'ael_nb.core.device_name': ('core.html#device_name', 'ael_nb/core.py'),
                              'ael_nb.core.dist_ready': ('core.html#dist_ready', 'ael_nb/core.py'),

@@ -72,7 +72,8 @@ def memory_estimate(cfg,                # resolved `Config`
     mc = cfg.model
     with warnings.catch_warnings():              # no weights needed to count bytes
         warnings.simplefilter('ignore')
-        m = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout)
+        m = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout,
+                        head_channels=mc.head_channels)
     n_par = sum(p.numel() for p in m.parameters())
     act = activation_bytes(m, probe, 2) / 2                   # per image at the probe size
     scale = cfg.data.crop_size[0] * cfg.data.crop_size[1] / (probe[0] * probe[1])

@@ -55,6 +55,7 @@ class ModelConfig:
     aux_weight: float = 0.4                 # weight of the auxiliary loss
     pretrained: str|None = None             # 'imagenet' (torchvision's), a backbone checkpoint path, or none (from scratch)
     dropout: float = 0.1                    # dropout before the classifier
+    head_channels: int = 256                # channels of the ASPP and the decoder (DeepLabv3+ and the paper: 256)
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
     checkpointing: bool = False             # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward per step)
     channels_last: bool|Literal['auto'] = False  # NHWC memory format (faster convolutions; same numbers up to rounding, dropout masks aside); auto: on CUDA, and on a CPU under bf16 (`ael_nb.core.resolve_channels_last`)
@@ -400,7 +401,7 @@ RANGES = {
     'data.pin_memory': _auto(_BOOL), 'model.channels_last': _auto(_BOOL), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
     'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
-    'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
+    'model.head_channels': _int(1),    'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
     'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True), 'optim.momentum': _num(0, 1, hi_open=True),
     'optim.weight_decay': _num(0), 'optim.iters': _int(1), 'optim.poly_power': _num(0), 'optim.warmup_iters': _int(0),
     'optim.accum_steps': _int(1), 'optim.ohem_thresh': _PROB, 'optim.ohem_min_kept': _int(0),

@@ -18,12 +18,13 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERMINISTIC_CUDA', 'DatasetInfo', 'DataError', 'Parser', 'arg_type',
-           'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main', 'all_reduce_sum', 'all_reduce_max',
-           'resolve_device', 'average_buffers', 'init_distributed', 'peak_memory_gb', 'rank_values', 'bf16_supported',
-           'device_name', 'resolve_amp', 'resolve_channels_last', 'atomic_save', 'atomic_write_text', 'content_digest',
-           'seal', 'unseal', 'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw',
-           'other_index', 'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
+__all__ = ['IGNORE_INDEX', 'ONEDNN_BF16', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERMINISTIC_CUDA', 'DatasetInfo', 'DataError',
+           'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main',
+           'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers', 'init_distributed',
+           'peak_memory_gb', 'rank_values', 'cpu_bf16_kernels', 'bf16_supported', 'device_name', 'resolve_amp',
+           'resolve_channels_last', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal',
+           'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index',
+           'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -142,11 +143,21 @@ def rank_values(x: float, device) -> list[float]:
     return all_reduce_sum(v).tolist()
 
 # %% ../nbs/00_core.ipynb #a33feed1
+ONEDNN_BF16 = ('AVX512_CORE_BF16', 'AVX10_1_512', 'AVX512_CORE_FP16', 'AVX10_2_512', 'DEFAULT', 'ALL')   # caps that keep bf16 dot products
+
+def cpu_bf16_kernels() -> str|None:
+    "'AMX', 'AVX-512 BF16' or None: the bf16 kernels this process may use, the CPU's as capped by `ONEDNN_MAX_CPU_ISA` / `ATEN_CPU_CAPABILITY`."
+    kernels = 'AMX' if torch.cpu._is_amx_tile_supported() else 'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else None
+    cap = os.environ.get('ONEDNN_MAX_CPU_ISA', '').strip().upper()
+    if kernels is None or torch.backends.cpu.get_cpu_capability() in ('DEFAULT', 'AVX2', 'NO AVX'): return None
+    if not cap or 'AMX' in cap: return kernels
+    return 'AVX-512 BF16' if cap in ONEDNN_BF16 else None
+
 def bf16_supported(device) -> bool:
-    "True where bf16 autocast runs natively: a CUDA device with bf16 arithmetic, a CPU with AMX or AVX-512 BF16."
+    "True where bf16 autocast runs natively: a CUDA device with bf16 arithmetic, a CPU with AMX or AVX-512 BF16 (not capped below them)."
     device = torch.device(device)
     if device.type == 'cuda': return torch.cuda.is_bf16_supported(including_emulation=False)
-    if device.type == 'cpu': return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+    if device.type == 'cpu': return cpu_bf16_kernels() is not None
     return False
 
 def _cpu_model() -> str:
@@ -159,8 +170,8 @@ def device_name(device) -> str:
     device = torch.device(device)
     if device.type == 'cuda': return torch.cuda.get_device_name(device)
     if device.type != 'cpu': return device.type
-    kernels = 'AMX' if torch.cpu._is_amx_tile_supported() else 'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else 'no bf16 kernels'
-    return f"{_cpu_model()}, {os.cpu_count()} cores, {kernels}"
+    caps = ', '.join(f'{k}={os.environ[k]}' for k in ('ONEDNN_MAX_CPU_ISA', 'ATEN_CPU_CAPABILITY') if os.environ.get(k))
+    return f"{_cpu_model()}, {os.cpu_count()} cores, {cpu_bf16_kernels() or 'no bf16 kernels'}" + (f" (capped: {caps})" if caps else '')
 
 def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
                 device,    # the device the run trains on

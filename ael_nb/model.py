@@ -136,17 +136,18 @@ class DeepLabV3Plus(nn.Module):
                  aux: bool = False,               # FCN head on `layer3`, output `aux` in training mode
                  pretrained: str | Path | None = None,  # 'imagenet', a backbone checkpoint path, or None (see `load_pretrained`)
                  dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
+                 head_channels: int = 256,        # channels of the ASPP and the decoder (DeepLabv3+: 256)
                  checkpointing: bool = False,     # training: recompute each residual block in the backward pass (less memory)
                  deterministic: bool = False):    # resize with `resize_bilinear`'s products: a deterministic CUDA backward
         super().__init__()
         net = resnet_backbone(backbone, output_stride, deep_stem)
         e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
         self.backbone = IntermediateLayerGetter(net, dict(layer1='low', layer3='mid', layer4='high'))
-        self.aspp = ASPP(512 * e, tuple(r * 16 // output_stride for r in (6, 12, 18)), 256, dropout)
+        h = head_channels
+        self.aspp = ASPP(512 * e, tuple(r * 16 // output_stride for r in (6, 12, 18)), h, dropout)
         self.reduce = conv_bn_relu(64 * e, 48)
-        self.decoder = nn.Sequential(conv_bn_relu(256 + 48, 256, 3), nn.Dropout2d(dropout),
-                                     conv_bn_relu(256, 256, 3), nn.Dropout2d(dropout))
-        self.classifier = nn.Conv2d(256, num_classes, 1)
+        self.decoder = nn.Sequential(conv_bn_relu(h + 48, h, 3), nn.Dropout2d(dropout), conv_bn_relu(h, h, 3), nn.Dropout2d(dropout))
+        self.classifier = nn.Conv2d(h, num_classes, 1)
         self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
         self.num_classes, self.output_stride, self.deep_stem, self.backbone_name = num_classes, output_stride, deep_stem, backbone
         self.checkpointing, self.deterministic = checkpointing, deterministic

@@ -55,7 +55,7 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
     mc, oc, me = cfg.model, cfg.optim, cfg.method
     student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained,
-                          dropout=mc.dropout, checkpointing=mc.checkpointing,
+                          dropout=mc.dropout, head_channels=mc.head_channels, checkpointing=mc.checkpointing,
                           deterministic=cfg.run.deterministic).to(device)
     if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
     teacher = make_teacher(student) if me.name != 'supervised' else None
@@ -155,7 +155,7 @@ def load_weights(module: nn.Module, sd: dict, path, ck_config: dict, cfg: Config
         mine = dict(flat_items(to_dict(cfg))) if cfg is not None else {}
         differ = [f"{k}={v!r} in the checkpoint, {mine[k]!r} here" for k, v in flat_items(ck_config)
                   if k.startswith('model.') and k in mine and v != mine[k]
-                  and k.split('.')[1] in ('backbone', 'output_stride', 'deep_stem', 'aux')]
+                  and k.split('.')[1] in ('backbone', 'output_stride', 'deep_stem', 'aux', 'head_channels')]
         if differ: raise DataError(path, f"holds another network: {'; '.join(differ)}") from None
         raise DataError(path, f"its weights do not fit this network ({str(e).strip().splitlines()[0][:200]})") from None
 
@@ -199,7 +199,8 @@ def load_model(path,                 # a checkpoint written by `train`
     if which not in ('teacher', 'student'): raise ValueError(f"which={which!r}: choose 'teacher', 'student' or 'auto'")
     if ck.get(which) is None: raise DataError(path, f"holds no {which} (a {cfg.method.name!r} run); use the student")
     mc = cfg.model
-    model = DeepLabV3Plus(info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout)   # weights come from the checkpoint
+    model = DeepLabV3Plus(info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout,
+                          head_channels=mc.head_channels)   # weights come from the checkpoint
     load_weights(model, ck[which], path, ck['config'])
     return model.to(device).eval(), info, cfg, which
 

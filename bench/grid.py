@@ -125,6 +125,19 @@ GRIDS.update({
                              | {'full': FULL + BF16, 'supervised fp32': ['method.name=supervised'] + RAMP,
                                 'ael fp32': ['method.name=ael'] + HALF + RAMP, 'full fp32': FULL},
                     baseline='supervised', ceiling='full'),
+    # a cheaper default run (issue 31; give --dataset synthetic96 --iters 800): supervised and AEL as `ael-train` runs it,
+    # each with a narrower ASPP + decoder (model.head_channels), random crops of the whole scenes (objects keep their size;
+    # evaluation on whole scenes) and/or 600 steps (alpha ramped over the first half, the bank's time constant as the same
+    # share of the run), beside today's setting
+    'cheaper': dict(variants={f'{m}{tag}': [f'method.name={m}'] + (HALF if m == 'ael' else []) + RAMP + BF16 + ov
+                              for tag, ov in (('', []), (' h128', ['model.head_channels=128']), (' h64', ['model.head_channels=64']),
+                                              (' c64x96 h128', ['data.crop_size=64,96', 'model.head_channels=128']),
+                                              (' c64x96 h64', ['data.crop_size=64,96', 'model.head_channels=64']),
+                                              (' c64x64', ['data.crop_size=64,64']), (' c64x96', ['data.crop_size=64,96']),
+                                              (' h128 600', ['model.head_channels=128', 'optim.iters=600', 'method.alpha_rampup=300',
+                                                             f'method.tau={1 - 18 / 600}']))
+                              for m in ('supervised', 'ael')},
+                    baseline='supervised', ceiling=None),
     # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
     'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
                                      'aes from student': ['method.name=ael', 'method.aes_source=student']}),
@@ -190,7 +203,12 @@ def bank_tau(iters: int, paper_tau: float = 0.999, paper_iters: int = 18000) -> 
 
 KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets', 'all'), ('method', 'student_forward', 'joint'),
                     ('method', 'teacher_mode', 'eval'), ('method', 'labeled_unsup', False), ('method', 'acm_min_area', None),
-                    ('model', 'checkpointing', False),
+                    ('model', 'checkpointing', False), ('model', 'head_channels', 256), ('run', 'deterministic', False),
+                    ('run', 'allow_changes', False), ('run', 'keep_previous', True),
+                    # the authors' code's switches (issue 32), at the kit's values
+                    ('method', 'aes_bank', 'before'), ('method', 'aes_draw', 'pixel'), ('method', 'unsup_denominator', 'labeled'),
+                    ('method', 'table_rule', 'share'), ('method', 'acm_full', 'region'), ('method', 'box_position', 'uniform'),
+                    ('method', 'cp_choice', 'present'),
                     # the weak-to-strong frameworks' keys (issue 24), at their defaults: no effect on the earlier methods
                     ('method', 'base', 'cutmix'), ('method', 'teacher', 'ema'), ('method', 'conf_thresh', 0.95),
                     ('method', 'strong_views', 2), ('method', 'fp_dropout', 0.5), ('method', 'unimatch_weights', [0.5, 0.5]),

@@ -1,6 +1,8 @@
 """Paper-scale checks for a lent GPU: the paper-scale notebook's commands, run for real (`bench/paper_scale_gpu.sh`).
 
 Parts, in this order (each through the kit's own console scripts or bench/floor.py, each run under `--timeout`):
+  default  the README's first run on this device: `ael-train` with no settings (the `cpu` preset): wall time, the step
+           time it announces after 20 steps, its result (README's table of times per machine);
   floor    bench/floor.py: supervised / CutMix / AEL `Run.step()` vs its floor (the network's fwd+bwd + teacher fwd on
            the same images), at paper scale (below) and with the `cpu` preset (small scale; loaders 'auto', then
            without workers): step / floor, the data share of a GPU step, each section's share (ACP's included);
@@ -75,6 +77,17 @@ def part_launch(a, R, log) -> dict:
     ov = common(a) + [f'optim.iters={a.launch_steps}', 'eval.interval=0', 'run.log_interval=10'] + (TINY if a.tiny else [])
     r = run_cmd(['ael-launch', '--preset', 'cpu', '--gpus', '1', '--out-root', R / 'launch'] + ov, log, a.timeout)
     return dict(r, **run_stats(R / 'launch' / 'cpu' / 'drawn_seed0'))
+
+
+def part_default(a, R, log) -> dict:
+    "The README's first run, `ael-train` with no settings but its folder and device: wall time, the step time it announces, its result."
+    d = R / 'default'
+    r = run_cmd(['ael-train', '--out', d, f'run.device={a.device}', 'run.progress=false'] + (TINY + ['optim.iters=4'] if a.tiny else []),
+                log, max(a.timeout, 300))
+    sm = summary_of(d)
+    said = [l.strip() for l in Path(log).read_text().splitlines() if 'a step here' in l]
+    return dict(r, it=sm.get('it'), time_s=round(sm['time_s'], 1) if sm.get('time_s') is not None else None, amp=sm.get('amp'), announced=said[-1] if said else None,
+                last={k: {m: round(100 * v[m], 1) for m in ('miou', 'head_miou', 'tail_miou')} for k, v in (sm.get('last') or {}).items()})
 
 
 VARIANTS = {'fp32': [], 'bf16': ['optim.amp=bf16'], 'fp32+ckpt': ['model.checkpointing=true'],
@@ -281,6 +294,10 @@ def part_spread(a, R, log) -> dict:
 
 def markdown(res: dict) -> str:
     L = [f"# Paper-scale checks ({res['device']})", '', f"torch {res['torch']}; {res['started']}; total {res['total_s']} s", '']
+    if 'default' in res:
+        x = res['default']; L += ['## The default run (`ael-train`, no settings)', '', f"`{x['cmd']}`", '',
+                                  f"rc {x['rc']}, {x['wall_s']} s wall (start, {x.get('it')} steps, evaluations, files), "
+                                  f"{x.get('time_s')} s by its summary, {x.get('amp')}; it said: {x.get('announced')}; last: {x.get('last')}", '']
     if 'launch' in res:
         x = res['launch']; L += ['## Built-in data, 1 GPU via ael-launch', '', f"`{x['cmd']}`", '',
                                  f"rc {x['rc']}, {x['wall_s']} s wall, {x['steps']} steps, {x['img_per_s']} img/s, peak {x['peak_mem_gb']} GB, mIoU {x['miou']}", '']
@@ -349,7 +366,7 @@ def floor_line(name: str, v: dict) -> str:
             f", {v['images_per_step'] / v['step']['median_s']:.1f} img/s, first step {v['first_step_s']:.1f} s, loader {v['loader']}")
 
 
-PARTS = dict(floor=part_floor, scale=part_scale, signals=part_signals, spread=part_spread, switches=part_switches,
+PARTS = dict(default=part_default, floor=part_floor, scale=part_scale, signals=part_signals, spread=part_spread, switches=part_switches,
              detcost=part_detcost, compile=part_compile, launch=part_launch)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from floor import SWITCHES                 # bench/floor.py, beside this script

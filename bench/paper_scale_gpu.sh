@@ -4,7 +4,7 @@
 #                                          torchrun under run.deterministic=true -> --resume bit-identical to an uninterrupted
 #                                          run (signals); two uninterrupted runs without it (spread); the switch's cost, AEL
 #                                          with and without it at paper and small scale (detcost)
-#   bash bench/paper_scale_gpu.sh $OUT b   speed and memory: step vs floor at paper and small scale with the data share
+#   bash bench/paper_scale_gpu.sh $OUT b   the default run's time (default); speed and memory: step vs floor at paper and small scale with the data share
 #                                          (floor); fp32 / bf16 / activation checkpointing at 769x769, img/s and peak memory
 #                                          (scale); the speed switches (switches); built-in data through ael-launch (launch)
 #   --cpu after the stage: a dry run of the same parts on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops).
@@ -22,7 +22,7 @@ USAGE="usage: paper_scale_gpu.sh OUT a|b [--cpu]"
 OUT=$(realpath -m "${1:?$USAGE}"); STAGE=${2:-}; mkdir -p "$OUT"
 case "$STAGE" in
   a) PARTS="signals spread detcost" ;;
-  b) PARTS="floor scale switches launch" ;;
+  b) PARTS="default floor scale switches launch" ;;
   *) echo "paper_scale_gpu.sh: stage '$STAGE': a or b ($USAGE)" >&2; exit 2 ;;
 esac
 export AEL_PS_PARTS=${AEL_PS_PARTS:-$PARTS} AEL_PS_BUDGET=${AEL_PS_BUDGET:-500}

@@ -94,8 +94,11 @@ def dry_stage(tmp_path, stage: str, **env) -> dict:
     return json.loads((tmp_path / stage / 'paper_scale.json').read_text())
 
 def test_paper_scale_gpu_script_dry_mode(tmp_path):
-    "bench/paper_scale_gpu.sh b --cpu: the GPU script's plumbing on the CPU at tiny size (its first part), in one tarball."
-    res = dry_stage(tmp_path, 'b', AEL_PS_PARTS='floor')
+    "bench/paper_scale_gpu.sh b --cpu: the GPU script's plumbing on the CPU at tiny size (its first parts), in one tarball."
+    res = dry_stage(tmp_path, 'b', AEL_PS_PARTS='default floor')
+    d = res['default']
+    assert d['rc'] == 0 and d['it'] == 4 and set(d['last']) == {'teacher', 'student'} and d['cmd'].startswith('ael-train --out'), d
+    assert '## The default run (`ael-train`, no settings)' in (tmp_path / 'b' / 'paper_scale.md').read_text()
     assert {'paper_scale.json', 'paper_scale.md', 'paper_scale_machine.txt', 'floor_cpu_dry_paper.json',
             'floor_cpu_dry_small.json', 'floor_cpu_dry_small_w0.json'} <= {p.name for p in (tmp_path / 'b').iterdir()}
     paper = res['floor']['paper']['setting']
