@@ -140,8 +140,13 @@ GRIDS.update({
                                               # the unlabeled loss later or only on confident pseudo-labels
                                               (' s64x96 h64 lr0.02', S64H64),
                                               (' s64x96 h64 lr0.02 ramp800', S64H64 + ['method.alpha_rampup=800']),
-                                              (' s64x96 h64 lr0.02 thr0.7', S64H64 + ['method.pl_threshold=0.7']))
-                              for m in ('supervised', 'ael')} | {'full s64x96 h64 lr0.02': FULL + BF16 + S64H64},
+                                              (' s64x96 h64 lr0.02 thr0.7', S64H64 + ['method.pl_threshold=0.7']),
+                                              # the same work as 800 steps of batch 8 + 8, as twice the steps of batch 4 + 4
+                                              (' s64x96 h64 lr0.02 b4 1600 ramp1600', S64H64 + ['data.batch_size=4', 'optim.iters=1600',
+                                                                                              'method.alpha_rampup=1600', f'method.tau={1 - 18 / 1600}']))
+                              for m in ('supervised', 'ael')}
+                           | {'full s64x96 h64 lr0.02': FULL + BF16 + S64H64,
+                              'full s64x96 h64 lr0.02 b4 1600': FULL + BF16 + S64H64 + ['data.batch_size=4', 'optim.iters=1600']},
                     baseline='supervised', ceiling=None),
     # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
     'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
