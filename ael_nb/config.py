@@ -401,7 +401,7 @@ RANGES = {
     'data.pin_memory': _auto(_BOOL), 'model.channels_last': _auto(_BOOL), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
     'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
-    'model.head_channels': _int(1),    'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
+    'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
     'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True), 'optim.momentum': _num(0, 1, hi_open=True),
     'optim.weight_decay': _num(0), 'optim.iters': _int(1), 'optim.poly_power': _num(0), 'optim.warmup_iters': _int(0),
     'optim.accum_steps': _int(1), 'optim.ohem_thresh': _PROB, 'optim.ohem_min_kept': _int(0),
