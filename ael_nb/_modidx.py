@@ -97,6 +97,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.config.cityscapes': ('config.html#cityscapes', 'ael_nb/config.py'),
                                'ael_nb.config.coerce': ('config.html#coerce', 'ael_nb/config.py'),
                                'ael_nb.config.cpu': ('config.html#cpu', 'ael_nb/config.py'),
+                               'ael_nb.config.cpu96': ('config.html#cpu96', 'ael_nb/config.py'),
                                'ael_nb.config.differences_table': ('config.html#differences_table', 'ael_nb/config.py'),
                                'ael_nb.config.flat_items': ('config.html#flat_items', 'ael_nb/config.py'),
                                'ael_nb.config.folder': ('config.html#folder', 'ael_nb/config.py'),

@@ -161,7 +161,7 @@ def _train(a):
     return 0
 
 # %% ../nbs/23_cli.ipynb #64a056f0
-SETTING_IGNORED = ('method.', 'run.', 'eval.interval', 'eval.models', 'eval.select', 'eval.num_workers', 'data.check',
+SETTING_IGNORED = ('preset', 'method.', 'run.', 'eval.interval', 'eval.models', 'eval.select', 'eval.num_workers', 'data.check',
                    'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last',
                    'model.compile', 'data.pin_memory', 'data.prefetch_factor')
 
@@ -178,7 +178,7 @@ def find_reference(run_dir,       # a finished run directory (config.yaml, summa
     results = Path(results) if results is not None else Path(__file__).resolve().parents[1] / 'bench' / 'results'
     cfg, s = read_yaml(run_dir / 'config.yaml'), json.loads((run_dir / 'summary.json').read_text())
     want, found = setting_of(cfg), []
-    for p in sorted(results.glob(f"*/supervised__*__s{cfg['run']['seed']}.json")):
+    for p in sorted(results.glob(f"*/supervised*__s{cfg['run']['seed']}.json")):
         d = json.loads(p.read_text())
         if d.get('config', {}).get('method', {}).get('name') != 'supervised' or d.get('manifest_hash') != s['manifest_hash']: continue
         if setting_of(d['config']) != want: continue

@@ -18,9 +18,9 @@ from .core import DataError, atomic_write_text
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
            'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
            'framework', 'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k',
-           'cpu', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
-           'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
-           'Difference', 'preset_values', 'differences_table']
+           'cpu', 'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset',
+           'get_preset', 'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong',
+           'check_classes', 'Difference', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -335,29 +335,40 @@ def ade20k() -> Config:
     return c
 
 def cpu() -> Config:
-    "Synthetic scenes on the CPU: what `ael-train` runs with no arguments (whole 96x128 scenes, ResNet-18 OS16)."
+    "Synthetic scenes on the CPU: what `ael-train` runs with no arguments (whole 64x96 scenes, ResNet-18 OS16, a 64-channel head)."
     c = Config(preset='cpu')
     c.data.dataset, c.data.train_split, c.data.val_split = 'synthetic', 'train', 'val'
-    c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/8, (96, 128), (96, 128), (1.0, 1.0)
-    c.data.batch_size = 8                   # data.num_workers 'auto': none on the CPU, by core count on a GPU
+    c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/8, (64, 96), (64, 96), (1.0, 1.0)
+    c.data.batch_size = 4                   # data.num_workers 'auto': none on the CPU, by core count on a GPU
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
+    c.model.head_channels = 64              # the decoder was half the step's work on AVX2 (bench/results/levers_cpu_avx2_cheaper.md)
     c.model.channels_last = True            # bench/results/levers_cpu.md
-    c.optim.lr, c.optim.weight_decay, c.optim.iters, c.optim.sup_loss = 0.01, 1e-4, 800, 'ce'
+    c.optim.lr, c.optim.weight_decay, c.optim.iters, c.optim.sup_loss = 0.02, 1e-4, 1600, 'ce'
     c.optim.amp = 'auto'                    # bf16 on a CPU with AMX / AVX-512 BF16 or a bf16 GPU, else fp32
-    c.method.tau = 0.9775                   # the paper's time constant (0.999 over 18k steps) as the same fraction of 800 steps
-    c.method.alpha_rampup = 400             # from scratch the teacher must learn rare classes before its pseudo-labels count (bench/RESULTS.md)
-    c.method.acm_targets = 'half'           # the authors' batch: 4 targets + 4 ACM sources, one teacher call (1.3x faster here)
+    c.method.tau = 1 - 18 / 1600            # the paper's time constant (0.999 over 18k steps) as the same fraction of 1600 steps
+    c.method.alpha_rampup = 1600            # from scratch the teacher must learn rare classes before its pseudo-labels count (bench/RESULTS.md)
+    c.method.acm_targets = 'half'           # the authors' batch: 2 targets + 2 ACM sources, one teacher call
     c.eval.protocol, c.eval.interval, c.eval.num_workers = 'whole', 400, 0
     c.run.out, c.run.log_interval = 'runs/cpu', 10
-    c.run.trace_interval = 50               # 16 small traces (12 MB) that 22_step_through's slider shows
+    c.run.trace_interval = 100              # 16 small traces that 22_step_through's slider shows
     return c
 
-PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu)
+def cpu96() -> Config:
+    "`cpu` at whole 96x128 scenes, a 256-channel head and 800 steps of batch 8 + 8: the setting of the CPU figures in bench/RESULTS.md up to issue 31."
+    c = cpu(); c.preset = 'cpu96'
+    c.data.synthetic_size = c.data.crop_size = (96, 128)
+    c.data.batch_size, c.model.head_channels = 8, 256
+    c.optim.lr, c.optim.iters = 0.01, 800
+    c.method.tau, c.method.alpha_rampup = 0.9775, 400   # the same time constant as 800 steps; alpha ramped over the first half
+    c.run.out, c.run.trace_interval = 'runs/cpu96', 50
+    return c
+
+PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu, cpu96=cpu96)
 
 # %% ../nbs/14_config.ipynb #14d000c4
 def folder() -> Config:
-    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): the `cpu` network and method on random crops, 2000 steps."
-    c = cpu(); c.preset = 'folder'
+    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): the `cpu96` network and method on random crops, 2000 steps."
+    c = cpu96(); c.preset = 'folder'
     c.data.dataset, c.data.fraction = 'folder', 1.0   # every label file is used; images without one are unlabeled
     c.data.crop_size, c.data.scale = (256, 256), (0.5, 2.0)   # images of any size: random-resized crops
     c.optim.iters = 2000

@@ -59,14 +59,14 @@ def timeit_interleaved(fns: dict, device, reps=5, warmup=1) -> dict:
 SET = []   # extra config overrides for (a) and (c), from --set
 
 def small_config(dataset, root, device, method, batch=None, crop=None, extra=()):
-    from grid import COMMON, SETTINGS       # bench/grid.py, beside this script
+    from grid import BASE, COMMON, SETTINGS   # bench/grid.py, beside this script
     from ael_nb.config import get_config
     ov = COMMON + SETTINGS[dataset]['overrides'] + ['optim.iters=1000', f'method.name={method}', f'run.device={device}',
                                                               'data.manifest=none', 'data.fraction=0.125', 'run.out=/tmp/ael_cost_run']
     if root: ov.append(f'data.root={root}')
     if batch: ov.append(f'data.batch_size={batch}')
     if crop: ov.append(f'data.crop_size=[{crop},{crop}]')
-    return get_config('cpu', overrides=ov + SET + list(extra))
+    return get_config(BASE, overrides=ov + SET + list(extra))
 
 def step_config(args, device, method, extra=(), out='/tmp/ael_cost_run'):
     return small_config(args.dataset, args.root, device, method, args.batch, args.crop,

@@ -8,7 +8,7 @@
     python bench/grid.py table5 --dataset synthetic96 --device cuda --jobs 12 --results $OUT   # the same cells on a GPU
 
 Every cell is one `ael_nb.train.train(cfg)` run in its own process (OMP_NUM_THREADS=1, torch threads 1), built
-from the `cpu` preset plus dotted overrides: a method or an ablation is a list of `key=value` strings, never a
+from the `cpu96` preset (`BASE`) plus dotted overrides: a method or an ablation is a list of `key=value` strings, never a
 code edit. A finished cell is stored as `bench/results/<grid>-<dataset>/<cell>.json` (written atomically);
 a rerun skips finished cells, resumes a half-finished one from its `latest.pth` and recomputes a cell whose
 stored configuration differs from the one asked for. A cell with the same configuration finished by another
@@ -160,6 +160,8 @@ MIN_GAP = 2.0   # points of mIoU (single-seed differences of 1-2 points are nois
 TABLE5_FLAGS = {'basic': '', '+DR': 'dr', '+AES': 'aes', '+ACM': 'acm', '+ACP': 'acp', 'DR+AES': 'dr aes',
                 'DR+AES+ACM': 'dr aes acm', 'all': 'dr aes acm acp'}
 
+BASE = 'cpu96'   # every cell's starting point: its network, optimiser and schedule unless an override says otherwise
+
 # dataset settings: the budget. Every run of a dataset gets exactly these (plus the variant's overrides).
 SETTINGS = {
     'synthetic': dict(iters=300, overrides=['data.dataset=synthetic', 'data.synthetic_size=[96,128]', 'data.crop_size=[64,64]',
@@ -229,7 +231,8 @@ KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets',
 def cell_key(overrides: list[str]) -> str:
     "Hash of the resolved configuration (minus where it is written): equal keys = the same experiment."
     from ael_nb.config import get_config, to_dict
-    d = to_dict(get_config('cpu', overrides=overrides))
+    d = to_dict(get_config(BASE, overrides=overrides))
+    d['preset'] = 'cpu'   # a name decides nothing; the stored keys hash BASE's values under the name they had then
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
     d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
     d['model'].pop('channels_last', None)                                                     # timing only, same numbers up to rounding
@@ -264,7 +267,7 @@ def run_cell(spec_path: str):
     out = Path(spec['run_dir'])
     ov = spec['overrides'] + [f'run.out={out}']
     ov.append('run.resume=true' if (out / 'latest.pth').exists() else 'run.overwrite=true')   # a cell never checkpointed starts again
-    cfg = get_config('cpu', overrides=ov)
+    cfg = get_config(BASE, overrides=ov)
     t0 = time.time()
     s = train(cfg)
     host = dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads(), device=s.get('device_name'))
