@@ -69,6 +69,7 @@ RAMP, BF16 = ['method.alpha_rampup={half}'], ['optim.amp=bf16']
 HALF = ['method.acm_targets=half']
 C64H128 = ['data.crop_size=64,96', 'model.head_channels=128']   # random 64x96 crops of the 96x128 scenes, 128 channels
 S64H64 = ['data.synthetic_size=64,96', 'data.crop_size=64,96', 'model.head_channels=64', 'optim.lr=0.02']   # whole 64x96 scenes
+CPU = S64H64 + ['data.batch_size=4', 'optim.iters=1600', 'method.alpha_rampup=1600', f'method.tau={1 - 18 / 1600}']   # the cpu preset's values on BASE
 def _story(rows: dict) -> dict: return {k: v + RAMP + BF16 for k, v in rows.items()}
 GRIDS.update({
     # the default run's comparison: supervised vs the basic framework vs AEL, ramped; AEL without the ramp (paper's alpha from step 0)
@@ -142,8 +143,10 @@ GRIDS.update({
                                               (' s64x96 h64 lr0.02 ramp800', S64H64 + ['method.alpha_rampup=800']),
                                               (' s64x96 h64 lr0.02 thr0.7', S64H64 + ['method.pl_threshold=0.7']),
                                               # the same work as 800 steps of batch 8 + 8, as twice the steps of batch 4 + 4
-                                              (' s64x96 h64 lr0.02 b4 1600 ramp1600', S64H64 + ['data.batch_size=4', 'optim.iters=1600',
-                                                                                              'method.alpha_rampup=1600', f'method.tau={1 - 18 / 1600}']))
+                                              (' s64x96 h64 lr0.02 b4 1600 ramp1600', CPU))
+                              for m in ('supervised', 'ael')}
+                           # the same two rows in fp32, what a CPU without bf16 kernels runs (run them capped to AVX2)
+                           | {f'{m} s64x96 h64 lr0.02 b4 1600 ramp1600 fp32': [f'method.name={m}'] + (HALF if m == 'ael' else []) + CPU
                               for m in ('supervised', 'ael')}
                            | {'full s64x96 h64 lr0.02': FULL + BF16 + S64H64,
                               'full s64x96 h64 lr0.02 b4 1600': FULL + BF16 + S64H64 + ['data.batch_size=4', 'optim.iters=1600']},
