@@ -113,7 +113,7 @@ def plot_class_gains(df: pd.DataFrame, baseline: str = 'supervised', title: str 
     g = class_gains(df, baseline)
     cls = [c for c in df.cls.cat.categories if c in set(g.cls)]
     fig, ax = plt.subplots(figsize=(max(7, 0.65 * len(cls)), 3.6))
-    sns.barplot(g, x='cls', y='gain', hue='method', order=cls, errorbar='sd', ax=ax, err_kws=dict(lw=1), capsize=0.1)
+    sns.barplot(g, x='cls', y='gain', hue='method', order=cls, hue_order=list(dict.fromkeys(g.method)), errorbar='sd', ax=ax, err_kws=dict(lw=1), capsize=0.1)
     for i, c in enumerate(cls):
         if c in set(g[g.group == 'tail'].cls): ax.axvspan(i - 0.5, i + 0.5, color='tab:red', alpha=0.08, lw=0)
     ax.axhline(0, color='k', lw=0.8)
