@@ -126,13 +126,13 @@ def plot_head_tail(ht: pd.DataFrame,   # `head_tail_gains` of one or more grids
                    baseline: str = 'supervised', title: str = ''):
     "Tail-class gain against head-class gain, one point per (method, seed); above the diagonal the tail gains more."
     import matplotlib.pyplot as plt, seaborn as sns
-    fig, ax = plt.subplots(figsize=(5, 4.2))
+    fig, ax = plt.subplots(figsize=(8, 4.2))
     sns.scatterplot(ht, x='head', y='tail', hue='method', style='method', s=70, ax=ax)
     lo, hi = min(ht[['head', 'tail']].min().min(), 0) - 2, max(ht[['head', 'tail']].max().max(), 0) + 2
     ax.plot([lo, hi], [lo, hi], color='grey', lw=0.8, ls='--'); ax.axhline(0, color='k', lw=0.6); ax.axvline(0, color='k', lw=0.6)
     ax.set(xlim=(lo, hi), ylim=(lo, hi), xlabel=f'head-class gain over {baseline} (points)', ylabel=f'tail-class gain over {baseline} (points)',
            title=title or 'tail gain vs head gain, one point per run')
-    ax.legend(fontsize=8); fig.tight_layout()
+    ax.legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.02, 1)); fig.tight_layout()   # outside: the points stay visible
     return fig
 
 # %% ../nbs/24_compare.ipynb #2ca4dddc
