@@ -23,9 +23,11 @@ OVERRIDES = {'ael': ['method.name=ael'], 'cutmix': ['method.name=cutmix'],
 
 def step_syncs(method: str, out) -> 'SyncCount':
     "The host synchronisations of the second step of a tiny run of `method` (the first fills ACM's queue)."
+    # cpu96: `component_ids`'s reads are one per iteration, and how many its labels need depends on the teacher's
+    # map; this tiny run of cpu96's network needs 1 (the cpu preset's 64-channel head: 6)
     torch.set_num_threads(1)
-    cfg = get_config('cpu', overrides=TINY + OVERRIDES[method] + ['optim.iters=3', 'run.log_interval=100',
-                                                                   f'run.out={out}'])
+    cfg = get_config('cpu96', overrides=TINY + OVERRIDES[method] + ['optim.iters=3', 'run.log_interval=100',
+                                                                     f'run.out={out}'])
     with setup(cfg) as run:
         run.step()
         lb, ub = next(run.loaders.labeled), next(run.loaders.unlabeled)   # rendered outside the count
