@@ -48,6 +48,19 @@ def test_cell_keys_name_the_same_experiment():
     assert key('table6r', 'gamma=2') == key('table6r', 'gamma=2', 'method.acm_targets=all')   # ACM off: its batch has no effect
     assert key('table6r', 'gamma=2') != key('table6r', 'gamma=3') and key('table9r', 'k=3') != key('table9r', 'k=3', 'run.device=cuda')
 
+def test_cpu_rows_are_the_cpu_preset():
+    "Grid `cheaper`'s rows `CPU` (built on `cpu96`) train at the `cpu` preset's setting: the supervised cells `ael-train`'s summary compares with."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import grid
+    from ael_nb.cli import setting_of
+    from ael_nb.config import get_config, to_dict
+    default = get_config('cpu')
+    for v in ('supervised s64x96 h64 lr0.02 b4 1600 ramp1600', 'ael s64x96 h64 lr0.02 b4 1600 ramp1600 fp32'):
+        cell = get_config(grid.BASE, overrides=grid.cell_overrides('cheaper', v, 'synthetic96', '1/8', 0, 800, None))
+        assert setting_of(to_dict(cell)) == setting_of(to_dict(default)), v
+        assert (cell.method.tau, cell.method.alpha_rampup) == (default.method.tau, default.method.alpha_rampup), v
+    assert cell.method.acm_targets == default.method.acm_targets and cell.optim.amp == 'none'   # AEL's batch as ael-train's; fp32
+
 def test_unknown_variant_is_an_error(tmp_path):
     "A misspelt `--variants` name stops the command with the names the grid has (it used to run 0 cells and exit 0)."
     r = subprocess.run([sys.executable, str(REPO / 'bench' / 'grid.py'), 'camvid', '--dataset', 'camvid160', '--variants', 'cutmix',
