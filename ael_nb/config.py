@@ -534,26 +534,30 @@ def get_preset(name: str) -> Config:
 
 # %% ../nbs/14_config.ipynb #5c22ff3d
 def _yaml_keys(node, path: str = ''):
-    "(dotted key, line) of every key in a YAML mapping node and the mappings nested in it, named as `flat_items` names them."
+    "(dotted key, line) of every key in a YAML mapping node and the mappings nested in it (`a.b`, `a[2].b` in a list)."
     for k, v in node.value:
         if not isinstance(k, yaml.ScalarNode): continue
         name = f"{path}{k.value}"
         yield name, k.start_mark.line + 1
         if isinstance(v, yaml.MappingNode): yield from _yaml_keys(v, name + '.')
+        if isinstance(v, yaml.SequenceNode):
+            for n, item in enumerate(v.value):
+                if isinstance(item, yaml.MappingNode): yield from _yaml_keys(item, f'{name}[{n}].')
 
 def read_yaml(path):
-    "The YAML document in the file `path`; a DataError naming the file for bad YAML, bytes that are not text, or a key set twice."
+    "The YAML document in the file `path`; one DataError line naming the file for bad YAML, a tag, bytes that are not text, or a key set twice."
     p = Path(path)
-    try: text = p.read_text(); node = yaml.compose(text, Loader=yaml.SafeLoader)
+    try:
+        text = p.read_text(); node = yaml.compose(text, Loader=yaml.SafeLoader)
+        seen = {}
+        for name, line in _yaml_keys(node) if isinstance(node, yaml.MappingNode) else ():
+            if name in seen: raise DataError(p, f"{name} is set twice, at lines {seen[name]} and {line}: keep one")
+            seen[name] = line
+        return yaml.safe_load(text)          # a tag such as !!python/object builds nothing: safe_load refuses it here
     except yaml.YAMLError as e:
         at = getattr(e, 'problem_mark', None)
         raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
     except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
-    seen = {}
-    for name, line in _yaml_keys(node) if isinstance(node, yaml.MappingNode) else ():
-        if name in seen: raise DataError(p, f"{name} is set twice, at lines {seen[name]} and {line}: keep one")
-        seen[name] = line
-    return yaml.safe_load(text)
 
 # %% ../nbs/14_config.ipynb #aea5132c
 def save_config(cfg: Config, path) -> Path:

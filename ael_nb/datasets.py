@@ -10,24 +10,37 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 import numpy as np
 import torch
-from PIL import Image
+from PIL import Image, ImageOps
 from .core import IGNORE_INDEX, DatasetInfo, DataError
 
 # %% auto #0
-__all__ = ['CAMVID_INFO', 'CITYSCAPES_INFO', 'CITYSCAPES_ID_TO_TRAINID', 'VOC_INFO', 'ADE20K_CLASSES', 'ADE20K_INFO',
-           'IMAGE_EXTS', 'DATASETS', 'read_image', 'read_label', 'make_lut', 'identity_map', 'decode_label',
-           'SegDataset', 'dataset_root', 'require_samples', 'CamVid', 'Cityscapes', 'voc_palette', 'VOC', 'ADE20K',
-           'image_files', 'ImageFolder', 'make_fixture', 'get_dataset', 'colorize']
+__all__ = ['DEEP_MODES', 'CAMVID_INFO', 'CITYSCAPES_INFO', 'CITYSCAPES_ID_TO_TRAINID', 'VOC_INFO', 'ADE20K_CLASSES',
+           'ADE20K_INFO', 'IMAGE_EXTS', 'DATASETS', 'read_image', 'exif_orientation', 'read_label', 'make_lut',
+           'identity_map', 'decode_label', 'SegDataset', 'dataset_root', 'require_samples', 'CamVid', 'Cityscapes',
+           'voc_palette', 'VOC', 'ADE20K', 'image_files', 'ImageFolder', 'make_fixture', 'get_dataset', 'colorize']
 
 # %% ../nbs/08_datasets.ipynb #10bb05e5
+DEEP_MODES = ('I', 'I;16', 'I;16B', 'I;16L', 'I;16N', 'F')   # one channel of more than 8 bits: RGB would clip it
+
 def read_image(path) -> torch.Tensor:
-    "Read an image file as RGB `uint8 [3,H,W]`; a missing, corrupt or truncated file raises `DataError`."
+    "Read an image file as RGB `uint8 [3,H,W]`, upright by its EXIF orientation; a missing, corrupt, truncated or deep file raises `DataError`."
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'image file is missing')
     try:
-        with Image.open(path) as im: arr = np.array(im.convert('RGB'))
+        with Image.open(path) as im:
+            mode = im.mode
+            if mode not in DEEP_MODES: ImageOps.exif_transpose(im, in_place=True); arr = np.array(im.convert('RGB'))
     except Exception as e: raise DataError(path, f'cannot read image ({type(e).__name__}: {e})') from None
+    if mode in DEEP_MODES:
+        raise DataError(path, f'image mode {mode} holds values above 255, which RGB would clip to white: save it as 8-bit RGB or grey')
     return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
+
+def exif_orientation(path) -> int:
+    "The EXIF orientation `read_image` applies to an image file: 2..8, else 1 (stored upright, or unreadable)."
+    try:
+        with Image.open(path) as im: o = im.getexif().get(0x0112, 1)
+    except Exception: return 1
+    return o if o in range(2, 9) else 1
 
 # %% ../nbs/08_datasets.ipynb #32063aa6
 _LABEL_MODES = ('P', 'L', 'I', 'I;16', 'I;16B', 'I;16L')

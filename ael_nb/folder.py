@@ -13,12 +13,14 @@ import torch
 from PIL import Image
 from .core import IGNORE_INDEX, DatasetInfo, DataError, Parser, is_main
 from .config import read_yaml
-from .datasets import IMAGE_EXTS, SegDataset, dataset_root, image_files, make_lut, read_label, require_samples, voc_palette, _ranges
+from .datasets import (IMAGE_EXTS, SegDataset, dataset_root, exif_orientation, image_files, make_lut, read_label,
+                             require_samples, voc_palette, _ranges)
 
 # %% auto #0
-__all__ = ['CLASSES_FILES', 'classes_file', 'read_classes', 'decode_ids', 'decode_colors', 'read_folder_label', 'list_id',
-           'read_split_list', 'folder_items', 'orphan_labels', 'tail_by_frequency', 'class_pixels', 'folder_tail',
-           'FolderDataset', 'check_folder', 'class_table', 'plot_class_histogram', 'ael_data']
+__all__ = ['CLASSES_FILES', 'LOSSLESS_MASKS', 'classes_file', 'read_classes', 'decode_ids', 'decode_colors', 'read_folder_label',
+           'list_id', 'read_split_list', 'split_dirs', 'folder_items', 'orphan_labels', 'tail_by_frequency',
+           'class_pixels', 'folder_tail', 'FolderDataset', 'folder_notes', 'check_folder', 'class_table',
+           'plot_class_histogram', 'ael_data']
 
 # %% ../nbs/08a_folder.ipynb #2766c268
 CLASSES_FILES = ('classes.yaml', 'classes.yml', 'classes.csv')
@@ -32,11 +34,16 @@ def classes_file(root) -> Path:
                     'there, e.g. "classes: [{name: road, color: [128, 64, 128]}, ...]" (see nbs/28_your_data.ipynb)')
 
 # %% ../nbs/08a_folder.ipynb #dae8add6
+def _is_int(s) -> bool:
+    try: int(str(s).strip()); return True
+    except ValueError: return False
+
 def _csv_classes(path: Path) -> dict:
-    "`name,r,g,b[,tail]` rows (after a header) as the YAML form."
-    rows = [r for r in csv.reader(path.read_text().splitlines()) if r and any(x.strip() for x in r)][1:]
+    "`name,r,g,b[,tail]` rows as the YAML form; a first row whose r, g, b are not all numbers is a header."
+    rows = [(n, r) for n, r in enumerate(csv.reader(path.read_text().splitlines()), 1) if r and any(x.strip() for x in r)]
+    if rows and not all(_is_int(x) for x in rows[0][1][1:4]): rows = rows[1:]
     cls, tail = [], []
-    for n, r in enumerate(rows, 2):
+    for n, r in rows:
         if len(r) not in (4, 5): raise DataError(path, f'line {n}: expected name,r,g,b[,tail], got {len(r)} fields')
         cls.append(dict(name=r[0].strip(), color=[x.strip() for x in r[1:4]]))
         if len(r) == 5 and r[4].strip().lower() in ('1', 'yes', 'true', 'tail'): tail.append(r[0].strip())
@@ -49,31 +56,46 @@ def _color(v, where, what) -> tuple:
     if len(c) != 3 or not all(0 <= x <= 255 for x in c): raise DataError(where, f'{what}: colour {v!r} is not [r, g, b] in 0..255')
     return c
 
+def _label_value(v) -> bool: return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**16
+
+def _class_entries(classes: list, path: Path) -> list[tuple[int, dict]]:
+    "(label value, class mapping) per class by value: its `id`, else its place in the list; a `null` entry is a gap, no class."
+    out = [(c.get('id', k) if isinstance(c, dict) else k, dict(c) if isinstance(c, dict) else dict(name=c))
+           for k, c in enumerate(classes) if c is not None]
+    bad = [f'{c.get("name")!r}: {v!r}' for v, c in out if not _label_value(v)]
+    if bad: raise DataError(path, f'class ids must be integer label values in 0..65535 ({"; ".join(bad)})')
+    ids = [v for v, _ in out]
+    if len(set(ids)) < len(ids): raise DataError(path, f'two classes have the same id: {sorted(ids)}')
+    return sorted(out, key=lambda e: e[0])
+
 # %% ../nbs/08a_folder.ipynb #87591d00
 def read_classes(root) -> dict:
-    "Names, colours, ignore value, ignore colour and tail names (None: not given) of a folder dataset's classes file."
+    "Names, label values (ids), colours (given or default), ignore value and colour, tail names (None: not given) of a folder's classes file."
     path = classes_file(root)
-    d = _csv_classes(path) if path.suffix == '.csv' else read_yaml(path)   # bad YAML or a key set twice: DataError
-    if not isinstance(d, dict) or not isinstance(d.get('classes'), list) or not d['classes']:
-        raise DataError(path, 'expected a mapping with a non-empty list "classes" (a name, or {name, color} per class id 0, 1, ...)')
+    d = _csv_classes(path) if path.suffix == '.csv' else read_yaml(path)   # bad YAML, a tag or a key set twice: DataError
+    if not isinstance(d, dict) or not isinstance(d.get('classes'), list) or not any(c is not None for c in d['classes']):
+        raise DataError(path, 'expected a mapping with a non-empty list "classes" (a name, or {name, color, id} per class)')
     unknown = sorted(set(d) - {'classes', 'ignore', 'ignore_color', 'tail'})
     if unknown: raise DataError(path, f'unknown keys {unknown} (known: classes, ignore, ignore_color, tail)')
-    cls = [c if isinstance(c, dict) else dict(name=c) for c in d['classes']]
-    odd = [f'{c.get("name")!r}: {sorted(set(c) - {"name", "color"})}' for c in cls if set(c) - {'name', 'color'}]
-    if odd: raise DataError(path, f'unknown keys of classes ({"; ".join(odd)}); a class has a name and a color')
-    names = [str(c.get('name', '')).strip() for c in cls]
+    ids, cls = map(list, zip(*_class_entries(d['classes'], path)))
+    odd = [f'{c.get("name")!r}: {sorted(set(c) - {"name", "color", "id"})}' for c in cls if set(c) - {'name', 'color', 'id'}]
+    if odd: raise DataError(path, f'unknown keys of classes ({"; ".join(odd)}); a class has a name, a color and an id')
+    names = ['' if c.get('name') is None else str(c['name']).strip() for c in cls]
     if not all(names) or len(set(names)) < len(names): raise DataError(path, f'class names must be given and distinct: {names}')
-    colors = [_color(c['color'], path, f'class {n!r}') if 'color' in c else voc_palette(len(cls) + 1)[k + 1] for k, (n, c) in enumerate(zip(names, cls))]
+    given = ['color' in c for c in cls]
+    pal = [] if all(given) else voc_palette(ids[-1] + 2)                  # a class without colour: VOC colour of id + 1
+    colors = [_color(c['color'], path, f'class {n!r}') if g else pal[v + 1] for v, n, c, g in zip(ids, names, cls, given)]
     if len(set(colors)) < len(colors): raise DataError(path, 'two classes have the same colour: colour labels could not tell them apart')
     ignore = d.get('ignore', IGNORE_INDEX)
-    if not isinstance(ignore, int) or not len(names) <= ignore < 2**16:
-        raise DataError(path, f'ignore: {ignore!r} must be an integer label value >= {len(names)} (after the class ids) and < 65536')
+    if not _label_value(ignore) or ignore in ids:
+        raise DataError(path, f'ignore: {ignore!r} must be an integer label value in 0..65535 that is no class id ({_ranges(ids)})')
     ic = None if d.get('ignore_color') is None else _color(d['ignore_color'], path, 'ignore_color')
     if ic in colors: raise DataError(path, f'ignore_color {ic} is also the colour of class {names[colors.index(ic)]!r}')
     tail = d.get('tail')
     if tail is not None and (not isinstance(tail, list) or set(map(str, tail)) - set(names)):
         raise DataError(path, f'tail: {tail!r} must list class names of "classes" ({", ".join(names)})')
-    return dict(names=names, colors=colors, ignore=ignore, ignore_color=ic, tail=None if tail is None else [str(t) for t in tail], path=path)
+    return dict(names=names, ids=ids, colors=colors, given=given, ignore=ignore, ignore_color=ic,
+                tail=None if tail is None else [str(t) for t in tail], path=path)
 
 # %% ../nbs/08a_folder.ipynb #ef452637
 def _counted(vals, counts) -> str:
@@ -81,14 +103,14 @@ def _counted(vals, counts) -> str:
     return ', '.join(f'{v} ({c} px)' for v, c in list(zip(vals, counts))[:8]) + (', ...' if len(vals) > 8 else '')
 
 def decode_ids(raw: np.ndarray, classes: dict, path) -> torch.Tensor:
-    "Train ids `int64 [H,W]` of a label of class ids: 0..C-1 stay, `ignore` -> 255, anything else a `DataError` with pixel counts."
-    C, ign = len(classes['names']), classes['ignore']
-    lut = make_lut({**{c: c for c in range(C)}, ign: IGNORE_INDEX}, size=max(256, ign + 1))
+    "Train ids `int64 [H,W]` of a label of class ids: the k-th class's id -> k, `ignore` -> 255, anything else a `DataError` with pixel counts."
+    ids, ign = classes['ids'], classes['ignore']
+    lut = make_lut({**{v: k for k, v in enumerate(ids)}, ign: IGNORE_INDEX}, size=max(256, ign + 1, ids[-1] + 1))
     ok = (raw >= 0) & (raw < len(lut))
     ok[ok] = lut[raw[ok]] >= 0
     if ok.all(): return torch.from_numpy(lut[raw])
     vals, counts = np.unique(raw[~ok], return_counts=True)
-    raise DataError(path, f'label values {_counted(vals, counts)} are not class ids ({_ranges(range(C))}) nor the ignore value {ign}')
+    raise DataError(path, f'label values {_counted(vals, counts)} are not class ids ({_ranges(ids)}) nor the ignore value {ign}')
 
 def decode_colors(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
     "Train ids `int64 [H,W]` of a colour label `uint8 [H,W,3]` through the classes' colours (and `ignore_color` -> 255)."
@@ -101,14 +123,41 @@ def decode_colors(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
     if bad: raise DataError(path, f'colours {_counted(*zip(*bad))} are no class colour of {classes["path"].name}')
     return torch.tensor([table[int(k)] for k in keys], dtype=torch.int64)[torch.from_numpy(inv.reshape(rgb.shape[:2]))]
 
+# %% ../nbs/08a_folder.ipynb #3fa8c5e0
+LOSSLESS_MASKS = ('.png', '.bmp', '.tif', '.tiff')
+
+def _opaque(im: Image.Image, path, classes: dict) -> Image.Image:
+    "`im` without its alpha channel; a `DataError` where a pixel is not opaque (its class is a colour nobody drew)."
+    if im.mode not in ('RGBA', 'LA'): return im
+    n = int((np.array(im.getchannel('A')) < 255).sum())
+    if n: raise DataError(path, f'mask has an alpha channel that is used ({n} px not opaque): save it without alpha, '
+                                f'unlabeled pixels as ignore {classes["ignore"]}' + (' or ignore_color' if classes['ignore_color'] else ''))
+    return im.convert(im.mode[0])
+
+def _same_palette(palette: list | None, raw: np.ndarray, classes: dict, path):
+    "A `DataError` where a palette mask's colour of a class id is not the colour the classes file gives that class."
+    pal = np.array(palette or [], np.int64).reshape(-1, 3)
+    used = [int(v) for v in np.unique(raw) if v < len(pal)]
+    if all(tuple(pal[v]) == (v, v, v) for v in used): return            # a palette of greys: ids only
+    at = {v: k for k, v in enumerate(classes['ids'])}
+    bad = [(v, tuple(int(x) for x in pal[v]), at[v]) for v in used if v in at and classes['given'][at[v]] and tuple(pal[v]) != classes['colors'][at[v]]]
+    if bad: raise DataError(path, 'palette colours disagree with ' + classes['path'].name + ': ' + ', '.join(
+        f'index {v} is {c}, class {classes["names"][k]!r} {classes["colors"][k]}' for v, c, k in bad[:4]) + ': save the mask with its palette')
+
 def read_folder_label(path, classes: dict) -> torch.Tensor:
-    "Train ids of one label file of a folder dataset, ids or colours by the PNG's mode."
+    "Train ids of one mask of a folder dataset: class ids (a palette's colours must agree) or colours, by the file's mode."
     path = Path(path)
+    if path.suffix.lower() not in LOSSLESS_MASKS:
+        raise DataError(path, f'mask saved as {path.suffix}, a lossy format whose edges take values of no class: save it as PNG')
     if path.is_file() and path.stat().st_size == 0: raise DataError(path, 'empty file')
-    try:
-        with Image.open(path) as im: rgb = np.array(im.convert('RGB')) if im.mode in ('RGB', 'RGBA') else None
-    except (FileNotFoundError, OSError, ValueError): rgb = None                # read_label names the problem
-    return decode_colors(rgb, classes, path) if rgb is not None else decode_ids(read_label(path), classes, path)
+    try: im = Image.open(path); im.load()
+    except OSError: return decode_ids(read_label(path), classes, path)   # read_label names the problem
+    with im:
+        rgb_or_ids = _opaque(im, path, classes)
+        if rgb_or_ids.mode == 'RGB': return decode_colors(np.array(rgb_or_ids), classes, path)
+        raw = np.array(rgb_or_ids).astype(np.int64) if rgb_or_ids.mode in ('L', 'P') else read_label(path)
+        if rgb_or_ids.mode == 'P': _same_palette(rgb_or_ids.getpalette(), raw, classes, path)
+    return decode_ids(raw, classes, path)
 
 # %% ../nbs/08a_folder.ipynb #a5b86bf1
 def list_id(line: str) -> str:
@@ -128,32 +177,36 @@ def read_split_list(path: Path, known: dict) -> list[str]:
     return ids
 
 # %% ../nbs/08a_folder.ipynb #58a05c86
+def split_dirs(root: Path, split: str = 'train') -> tuple[Path, Path]:
+    "(images, masks) folders of `split`: `ROOT/<split>/` where it has `images/`, else `ROOT/` (the training split, a list's split)."
+    d = root/split if split != 'train' and (root/split/'images').is_dir() else root
+    return d/'images', d/'labels'
+
 def folder_items(root: Path, split: str = 'train') -> list:
     "`(id, image, label or None)` of `split`: 'train' is `images/` less the ids of `val.txt`; another split is `<split>/images` or `<split>.txt`."
-    if split == 'train' or not (root/split/'images').is_dir():
-        imgs, lab = image_files(root/'images') if (root/'images').is_dir() else {}, root/'labels'
-        if split == 'train':
-            held = set(read_split_list(root/'val.txt', imgs)) if (root/'val.txt').is_file() else set()
-            ids, where = [i for i in imgs if i not in held], root/'images'
-        elif (root/f'{split}.txt').is_file(): ids, where = read_split_list(root/f'{split}.txt', imgs), root/f'{split}.txt'
-        else: raise DataError(root/split/'images', f'split {split!r}: neither this folder nor the list {root/f"{split}.txt"} exists')
-    else: imgs, lab = image_files(root/split/'images'), root/split/'labels'; ids, where = list(imgs), root/split/'images'
-    items = [(i, imgs[i], lab/f'{i}.png' if (lab/f'{i}.png').is_file() else None) for i in ids]
-    return require_samples(items, where, split)
+    img_dir, lab_dir = split_dirs(root, split)
+    imgs, masks = (image_files(d) if d.is_dir() else {} for d in (img_dir, lab_dir))
+    if split == 'train':
+        held = set(read_split_list(root/'val.txt', imgs)) if (root/'val.txt').is_file() else set()
+        ids, where = [i for i in imgs if i not in held], img_dir
+    elif img_dir != root/'images': ids, where = list(imgs), img_dir
+    elif (root/f'{split}.txt').is_file(): ids, where = read_split_list(root/f'{split}.txt', imgs), root/f'{split}.txt'
+    else: raise DataError(root/split/'images', f'split {split!r}: neither this folder nor the list {root/f"{split}.txt"} exists')
+    return require_samples([(i, imgs[i], masks.get(i)) for i in ids], where, split)
 
 def orphan_labels(root: Path, split: str = 'train') -> list[tuple[Path, Path]]:
     "(label file, the image it needs, without suffix) of each label of `split`'s own label folder whose image does not exist."
-    d = root if split == 'train' else root/split             # a split of a list file shares the training split's folders
-    if not (d/'labels').is_dir() or not (d/'images').is_dir() and split != 'train': return []
-    imgs = image_files(d/'images') if (d/'images').is_dir() else {}
-    ids = {p: p.relative_to(d/'labels').with_suffix('').as_posix() for p in sorted((d/'labels').rglob('*.png'))}
-    return [(p, d/'images'/i) for p, i in ids.items() if i not in imgs]
+    img_dir, lab_dir = split_dirs(root, split)
+    if split != 'train' and img_dir == root/'images' or not lab_dir.is_dir(): return []   # a list's split: the training folders
+    imgs = image_files(img_dir) if img_dir.is_dir() else {}
+    return [(p, img_dir/i) for i, p in image_files(lab_dir).items() if i not in imgs]
 
 # %% ../nbs/08a_folder.ipynb #daa29f3a
 def tail_by_frequency(counts) -> list[int]:
-    "Ids of the `C // 2` classes with the fewest pixels (ties: the lower id first), sorted."
+    "Ids of the `n // 2` classes with the fewest pixels among the `n` that have any (ties: the lower id first), sorted."
     counts = np.asarray(counts)
-    return sorted(int(k) for k in np.argsort(counts, kind='stable')[:len(counts) // 2])
+    present = np.flatnonzero(counts > 0)
+    return sorted(int(k) for k in present[np.argsort(counts[present], kind='stable')][:len(present) // 2])
 
 def class_pixels(ds: SegDataset) -> np.ndarray:
     "Labeled pixels per class over `ds`'s label files; a file that cannot be decoded is left out (`problems` names it)."
@@ -171,8 +224,8 @@ def _tail(root: str, stamp: tuple) -> tuple[list[int], str]:
     "Tail ids and why, of the folder at `root` as of `stamp` (its label files' sizes and times)."
     ds = FolderDataset(root, 'train', tail=[])
     counts = class_pixels(ds)
-    tail = tail_by_frequency(counts)
-    return tail, (f"tail classes {', '.join(ds.info.class_names[k] for k in tail)}: the {len(tail)} of {len(counts)} classes "
+    tail, n = tail_by_frequency(counts), int((counts > 0).sum())
+    return tail, (f"tail classes {', '.join(ds.info.class_names[k] for k in tail)}: the {len(tail)} of {n} classes "
                   f"with the fewest labeled pixels in {Path(root)/'labels'} ({classes_file(root).name} names none)")
 
 def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
@@ -180,7 +233,7 @@ def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
     if classes['tail'] is not None:
         return [classes['names'].index(t) for t in classes['tail']], f"tail classes {', '.join(classes['tail']) or 'none'}: as {classes['path'].name} says"
     lab = root/'labels'
-    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(lab.rglob('*.png'))) if lab.is_dir() else ()
+    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in image_files(lab).values()) if lab.is_dir() else ()
     return _tail(str(root), stamp + ((str(classes['path']), classes['path'].stat().st_mtime_ns),))
 
 # %% ../nbs/08a_folder.ipynb #eb00c590
@@ -201,10 +254,12 @@ class FolderDataset(SegDataset):
     def load_label(self, path) -> torch.Tensor: return read_folder_label(path, self.classes)
 
     def problems(self) -> list[str]:
-        "One line per bad input of this split: a label without an image, an empty or unreadable file, a bad value or colour, a size mismatch."
+        "One line per bad input of this split: an orphan label, a scored image without a mask, a bad file (empty, unreadable, deep), a bad mask."
         out = [f'{p}: label without an image (no {img}.png, .jpg, ...)' for p, img in orphan_labels(self.root, self.split)]
-        for k, (_, ip, _) in enumerate(self.items):
+        for k, (i, ip, lp) in enumerate(self.items):
             if ip.stat().st_size == 0: out.append(f'{ip}: empty file'); continue
+            if lp is None and self.split != 'train':                   # evaluation scores every image of its split
+                out.append(f'{ip}: {self.split} image without a mask (no {split_dirs(self.root, self.split)[1]/i}.png)'); continue
             try: self[k]
             except DataError as e: out.append(str(e))
         return out
@@ -217,25 +272,36 @@ class FolderDataset(SegDataset):
         return self
 
 # %% ../nbs/08a_folder.ipynb #1cab0174
+def folder_notes(ds: FolderDataset, counts=None) -> list[str]:
+    "What is read right but worth a look, one line each: images turned upright by EXIF, classes without a labeled pixel in `counts`."
+    c = ds.classes
+    out = [f'{ip}: EXIF orientation {o}, read turned upright (as PIL exif_transpose and OpenCV do): '
+           f'check that {lp or "its mask"} is drawn on the upright image' for _, ip, lp in ds.items if (o := exif_orientation(ip)) > 1]
+    if counts is not None:
+        out += [f'{c["path"]}: class {n!r} (id {v}) has no labeled pixel in {split_dirs(ds.root)[1]}: nothing teaches it, '
+                f'and it is a tail class only if {c["path"].name} says so' for n, v, m in zip(c['names'], c['ids'], counts) if m == 0]
+    return out
+
 def check_folder(root) -> dict:
-    "Every problem of a folder dataset (one line each), its classes' labeled pixels, info and tail source."
+    "Every problem of a folder dataset (one line each), notes on what it reads right, its classes' labeled pixels, info and tail source."
     root = Path(root)
     try:
         train = FolderDataset(root, 'train')
         val = FolderDataset(root, 'val') if (root/'val'/'images').is_dir() or (root/'val.txt').is_file() else None
-    except DataError as e: return dict(problems=[str(e)], counts=None, info=None, tail_source='')
+    except DataError as e: return dict(problems=[str(e)], notes=[], counts=None, ids=None, info=None, tail_source='')
     bad = train.problems() + (val.problems() if val is not None else
                               [f'{root/"val"}: no validation split: add val/images and val/labels, or a list val.txt of ids'])
     if not train.labeled_ids: bad.append(f'{root/"labels"}: no label file matches an image under images/')
     counts = class_pixels(train)
-    return dict(problems=bad, counts=counts, info=train.info, tail_source=train.tail_source)
+    notes = folder_notes(train, counts) + (folder_notes(val) if val is not None else [])
+    return dict(problems=bad, notes=notes, counts=counts, ids=train.classes['ids'], info=train.info, tail_source=train.tail_source)
 
 # %% ../nbs/08a_folder.ipynb #0fd81b16
-def class_table(counts, info: DatasetInfo):
-    "Labeled pixels per class: id, class, pixels, share (%), group (head/tail)."
+def class_table(counts, info: DatasetInfo, ids=None):
+    "Labeled pixels per class: id (the label value; `ids`, else 0, 1, ...), class, pixels, share (%), group (head/tail)."
     import pandas as pd
     counts = np.asarray(counts)
-    return pd.DataFrame(dict(id=range(len(counts)), **{'class': info.class_names}, pixels=counts,
+    return pd.DataFrame(dict(id=range(len(counts)) if ids is None else ids, **{'class': info.class_names}, pixels=counts,
                              share=np.round(100 * counts / max(counts.sum(), 1), 2),
                              group=['tail' if k in info.tail_classes else 'head' for k in range(len(counts))]))
 
@@ -255,22 +321,24 @@ def plot_class_histogram(counts, info: DatasetInfo, path=None, title: str = ''):
 def _parser():
     p = Parser(prog='ael-data', description='Check a folder dataset (images/, labels/, classes.yaml) before training.')
     sub = p.add_subparsers(dest='cmd', required=True)
-    c = sub.add_parser('check', help='every bad input as one line, the class histogram as a table and a picture')
+    c = sub.add_parser('check', help='every bad input as one line, the class histogram as a table (and a picture if asked)')
     c.add_argument('root', help='the folder (images/, labels/, classes.yaml, val/ or val.txt)')
-    c.add_argument('--histogram', default='class_histogram.png', help='PNG of the labeled pixels per class (default class_histogram.png)')
+    c.add_argument('--plot', '--histogram', metavar='PATH', help='write the class histogram here as a PNG (default: none)')
+    c.add_argument('--report', metavar='PATH', help='write what the check prints here as text, the histogram beside it (PATH.png)')
     return p
 
 def ael_data(argv=None) -> int:
     "Console script `ael-data check ROOT`: 0 when the folder is fit to train on, 1 with one line per bad input."
     a = _parser().parse_args(argv)
-    r = check_folder(a.root)
-    if r['info'] is not None:
-        print(class_table(r['counts'], r['info']).to_string(index=False))
-        plot_class_histogram(r['counts'], r['info'], a.histogram, f'{Path(a.root).name}: labeled pixels per class (tail hatched)')
-        print(f'class histogram: {a.histogram}')
+    r, plot = check_folder(a.root), a.plot or (a.report and Path(a.report).with_suffix('.png'))
+    out = [] if r['info'] is None else [class_table(r['counts'], r['info'], r['ids']).to_string(index=False)]
+    if r['info'] is not None and plot:
+        plot_class_histogram(r['counts'], r['info'], plot, f'{Path(a.root).name}: labeled pixels per class (tail hatched)')
+        out.append(f'class histogram: {plot}')
+    verdict = (f'ael-data: {len(r["problems"])} bad inputs in {a.root}; ael-train refuses this folder until they are fixed'
+               if r['problems'] else f'{a.root}: fit to train on (data.dataset=folder data.root={a.root})')
+    for line in out + r['notes']: print(line)
     for line in r['problems']: print(line, file=sys.stderr)
-    if r['problems']:
-        print(f'ael-data: {len(r["problems"])} bad inputs in {a.root}; ael-train refuses this folder until they are fixed', file=sys.stderr)
-        return 1
-    print(f'{a.root}: fit to train on (data.dataset=folder data.root={a.root})')
-    return 0
+    print(verdict, file=sys.stderr if r['problems'] else sys.stdout)
+    if a.report: Path(a.report).parent.mkdir(parents=True, exist_ok=True); Path(a.report).write_text('\n'.join(out + r['notes'] + r['problems'] + [verdict]) + '\n')
+    return 1 if r['problems'] else 0

@@ -170,11 +170,18 @@ def validate_manifest(m: Manifest, where=None) -> Manifest:
     if not isinstance(m.provenance, dict): raise bad('"provenance" must be an object')
     return m
 
+def _unique_keys(pairs, path) -> dict:
+    "A JSON object as a dict; a key given twice (JSON would keep the last without a word) is a `DataError`."
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice: raise DataError(path, f'{", ".join(map(repr, twice))} set twice in one object: keep one')
+    return dict(pairs)
+
 def load_manifest(path) -> Manifest:
     "Read a manifest file; anything malformed raises `DataError` naming the file and the problem."
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'manifest file is missing')
-    try: d = json.loads(path.read_text())
+    try: d = json.loads(path.read_text(), object_pairs_hook=lambda kv: _unique_keys(kv, path))
     except json.JSONDecodeError as e: raise DataError(path, f'not valid JSON: {e.msg} at line {e.lineno} column {e.colno}') from None
     except UnicodeDecodeError as e: raise DataError(path, f'not a text file ({e.reason})') from None
     if not isinstance(d, dict): raise DataError(path, f'expected a JSON object, got {type(d).__name__}')
