@@ -132,7 +132,7 @@ def _opaque(im: Image.Image, path, classes: dict) -> Image.Image:
     n = int((np.array(im.getchannel('A')) < 255).sum())
     if n: raise DataError(path, f'mask has an alpha channel that is used ({n} px not opaque): save it without alpha, '
                                 f'unlabeled pixels as ignore {classes["ignore"]}' + (' or ignore_color' if classes['ignore_color'] else ''))
-    return im.convert(im.mode[0])
+    return im.convert(im.mode[:-1])
 
 def _same_palette(palette: list | None, raw: np.ndarray, classes: dict, path):
     "A `DataError` where a palette mask's colour of a class id is not the colour the classes file gives that class."
@@ -141,8 +141,9 @@ def _same_palette(palette: list | None, raw: np.ndarray, classes: dict, path):
     if all(tuple(pal[v]) == (v, v, v) for v in used): return            # a palette of greys: ids only
     at = {v: k for k, v in enumerate(classes['ids'])}
     bad = [(v, tuple(int(x) for x in pal[v]), at[v]) for v in used if v in at and classes['given'][at[v]] and tuple(pal[v]) != classes['colors'][at[v]]]
-    if bad: raise DataError(path, 'palette colours disagree with ' + classes['path'].name + ': ' + ', '.join(
-        f'index {v} is {c}, class {classes["names"][k]!r} {classes["colors"][k]}' for v, c, k in bad[:4]) + ': save the mask with its palette')
+    if bad: raise DataError(path, f'palette colours disagree with {classes["path"].name}: ' + ', '.join(
+        f'index {v} is {c} in the PNG, class {classes["names"][k]!r} is {classes["colors"][k]}' for v, c, k in bad[:4]) +
+        f'; give the PNG the palette of {classes["path"].name}, or the file the colours of the PNG')
 
 def read_folder_label(path, classes: dict) -> torch.Tensor:
     "Train ids of one mask of a folder dataset: class ids (a palette's colours must agree) or colours, by the file's mode."
