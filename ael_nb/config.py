@@ -545,7 +545,7 @@ def _yaml_keys(node, path: str = ''):
                 if isinstance(item, yaml.MappingNode): yield from _yaml_keys(item, f'{name}[{n}].')
 
 def read_yaml(path):
-    "The YAML document in the file `path`; one DataError line naming the file for bad YAML, a tag, bytes that are not text, or a key set twice."
+    "The YAML document in the file `path`; a one-line DataError naming it for bad YAML, a tag, bytes, a key set twice."
     p = Path(path)
     try:
         text = p.read_text(); node = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -23,7 +23,7 @@ __all__ = ['DEEP_MODES', 'CAMVID_INFO', 'CITYSCAPES_INFO', 'CITYSCAPES_ID_TO_TRA
 DEEP_MODES = ('I', 'I;16', 'I;16B', 'I;16L', 'I;16N', 'F')   # one channel of more than 8 bits: RGB would clip it
 
 def read_image(path) -> torch.Tensor:
-    "Read an image file as RGB `uint8 [3,H,W]`, upright by its EXIF orientation; a missing, corrupt, truncated or deep file raises `DataError`."
+    "An image file as RGB `uint8 [3,H,W]`, upright by its EXIF orientation; `DataError` if missing, corrupt or deep."
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'image file is missing')
     try:
@@ -32,7 +32,8 @@ def read_image(path) -> torch.Tensor:
             if mode not in DEEP_MODES: ImageOps.exif_transpose(im, in_place=True); arr = np.array(im.convert('RGB'))
     except Exception as e: raise DataError(path, f'cannot read image ({type(e).__name__}: {e})') from None
     if mode in DEEP_MODES:
-        raise DataError(path, f'image mode {mode} holds values above 255, which RGB would clip to white: save it as 8-bit RGB or grey')
+        raise DataError(path, f'image mode {mode} holds values above 255, which RGB would clip to white: '
+                              'save it as 8-bit RGB or grey')
     return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
 
 def exif_orientation(path) -> int:

@@ -40,7 +40,7 @@ def _is_int(s) -> bool:
 
 def _csv_classes(path: Path) -> dict:
     "`name,r,g,b[,tail]` rows as the YAML form; a first row whose r, g, b are not all numbers is a header."
-    rows = [(n, r) for n, r in enumerate(csv.reader(path.read_text().splitlines()), 1) if r and any(x.strip() for x in r)]
+    rows = [(n, r) for n, r in enumerate(csv.reader(path.read_text().splitlines()), 1) if any(x.strip() for x in r)]
     if rows and not all(_is_int(x) for x in rows[0][1][1:4]): rows = rows[1:]
     cls, tail = [], []
     for n, r in rows:
@@ -59,7 +59,7 @@ def _color(v, where, what) -> tuple:
 def _label_value(v) -> bool: return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**16
 
 def _class_entries(classes: list, path: Path) -> list[tuple[int, dict]]:
-    "(label value, class mapping) per class by value: its `id`, else its place in the list; a `null` entry is a gap, no class."
+    "(label value, class) per class, by value: its `id`, else its place in the list; a `null` entry is a gap, no class."
     out = [(c.get('id', k) if isinstance(c, dict) else k, dict(c) if isinstance(c, dict) else dict(name=c))
            for k, c in enumerate(classes) if c is not None]
     bad = [f'{c.get("name")!r}: {v!r}' for v, c in out if not _label_value(v)]
@@ -70,25 +70,28 @@ def _class_entries(classes: list, path: Path) -> list[tuple[int, dict]]:
 
 # %% ../nbs/08a_folder.ipynb #87591d00
 def read_classes(root) -> dict:
-    "Names, label values (ids), colours (given or default), ignore value and colour, tail names (None: not given) of a folder's classes file."
+    "Names, ids (label values), colours, ignore value and colour, tail names (None: not given) of a classes file."
     path = classes_file(root)
-    d = _csv_classes(path) if path.suffix == '.csv' else read_yaml(path)   # bad YAML, a tag or a key set twice: DataError
-    if not isinstance(d, dict) or not isinstance(d.get('classes'), list) or not any(c is not None for c in d['classes']):
-        raise DataError(path, 'expected a mapping with a non-empty list "classes" (a name, or {name, color, id} per class)')
+    d = _csv_classes(path) if path.suffix == '.csv' else read_yaml(path)   # bad YAML, a tag, a key set twice: DataError
+    if not isinstance(d, dict) or not isinstance(d.get('classes'), list) or all(c is None for c in d['classes']):
+        raise DataError(path, 'expected a mapping with a non-empty list "classes" (a name or {name, color, id} each)')
     unknown = sorted(set(d) - {'classes', 'ignore', 'ignore_color', 'tail'})
     if unknown: raise DataError(path, f'unknown keys {unknown} (known: classes, ignore, ignore_color, tail)')
     ids, cls = map(list, zip(*_class_entries(d['classes'], path)))
-    odd = [f'{c.get("name")!r}: {sorted(set(c) - {"name", "color", "id"})}' for c in cls if set(c) - {'name', 'color', 'id'}]
+    odd = [f'{c.get("name")!r}: {sorted(set(c) - {"name", "color", "id"})}' for c in cls if set(c) - {"name", "color", "id"}]
     if odd: raise DataError(path, f'unknown keys of classes ({"; ".join(odd)}); a class has a name, a color and an id')
     names = ['' if c.get('name') is None else str(c['name']).strip() for c in cls]
-    if not all(names) or len(set(names)) < len(names): raise DataError(path, f'class names must be given and distinct: {names}')
+    if not all(names) or len(set(names)) < len(names):
+        raise DataError(path, f'class names must be given and distinct: {names}')
     given = ['color' in c for c in cls]
     pal = [] if all(given) else voc_palette(ids[-1] + 2)                  # a class without colour: VOC colour of id + 1
     colors = [_color(c['color'], path, f'class {n!r}') if g else pal[v + 1] for v, n, c, g in zip(ids, names, cls, given)]
-    if len(set(colors)) < len(colors): raise DataError(path, 'two classes have the same colour: colour labels could not tell them apart')
+    if len(set(colors)) < len(colors):
+        raise DataError(path, 'two classes have the same colour: colour labels could not tell them apart')
     ignore = d.get('ignore', IGNORE_INDEX)
     if not _label_value(ignore) or ignore in ids:
-        raise DataError(path, f'ignore: {ignore!r} must be an integer label value in 0..65535 that is no class id ({_ranges(ids)})')
+        raise DataError(path, f'ignore: {ignore!r} must be an integer label value in 0..65535 that is no class id '
+                              f'({_ranges(ids)})')
     ic = None if d.get('ignore_color') is None else _color(d['ignore_color'], path, 'ignore_color')
     if ic in colors: raise DataError(path, f'ignore_color {ic} is also the colour of class {names[colors.index(ic)]!r}')
     tail = d.get('tail')
@@ -103,14 +106,15 @@ def _counted(vals, counts) -> str:
     return ', '.join(f'{v} ({c} px)' for v, c in list(zip(vals, counts))[:8]) + (', ...' if len(vals) > 8 else '')
 
 def decode_ids(raw: np.ndarray, classes: dict, path) -> torch.Tensor:
-    "Train ids `int64 [H,W]` of a label of class ids: the k-th class's id -> k, `ignore` -> 255, anything else a `DataError` with pixel counts."
+    "Train ids `int64 [H,W]` of class ids: the k-th id -> k, `ignore` -> 255, else a `DataError` with pixel counts."
     ids, ign = classes['ids'], classes['ignore']
     lut = make_lut({**{v: k for k, v in enumerate(ids)}, ign: IGNORE_INDEX}, size=max(256, ign + 1, ids[-1] + 1))
     ok = (raw >= 0) & (raw < len(lut))
     ok[ok] = lut[raw[ok]] >= 0
     if ok.all(): return torch.from_numpy(lut[raw])
     vals, counts = np.unique(raw[~ok], return_counts=True)
-    raise DataError(path, f'label values {_counted(vals, counts)} are not class ids ({_ranges(ids)}) nor the ignore value {ign}')
+    raise DataError(path, f'label values {_counted(vals, counts)} are not class ids ({_ranges(ids)}) '
+                          f'nor the ignore value {ign}')
 
 def decode_colors(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
     "Train ids `int64 [H,W]` of a colour label `uint8 [H,W,3]` through the classes' colours (and `ignore_color` -> 255)."
@@ -130,26 +134,29 @@ def _opaque(im: Image.Image, path, classes: dict) -> Image.Image:
     "`im` without its alpha channel; a `DataError` where a pixel is not opaque (its class is a colour nobody drew)."
     if im.mode not in ('RGBA', 'LA'): return im
     n = int((np.array(im.getchannel('A')) < 255).sum())
+    unlabeled = f'ignore {classes["ignore"]}' + (' or ignore_color' if classes['ignore_color'] else '')
     if n: raise DataError(path, f'mask has an alpha channel that is used ({n} px not opaque): save it without alpha, '
-                                f'unlabeled pixels as ignore {classes["ignore"]}' + (' or ignore_color' if classes['ignore_color'] else ''))
+                                f'unlabeled pixels as {unlabeled}')
     return im.convert(im.mode[:-1])
 
 def _same_palette(palette: list | None, raw: np.ndarray, classes: dict, path):
     "A `DataError` where a palette mask's colour of a class id is not the colour the classes file gives that class."
-    pal = np.array(palette or [], np.int64).reshape(-1, 3)
+    pal, at = np.array(palette or [], np.int64).reshape(-1, 3), {v: k for k, v in enumerate(classes['ids'])}
     used = [int(v) for v in np.unique(raw) if v < len(pal)]
     if all(tuple(pal[v]) == (v, v, v) for v in used): return            # a palette of greys: ids only
-    at = {v: k for k, v in enumerate(classes['ids'])}
-    bad = [(v, tuple(int(x) for x in pal[v]), at[v]) for v in used if v in at and classes['given'][at[v]] and tuple(pal[v]) != classes['colors'][at[v]]]
-    if bad: raise DataError(path, f'palette colours disagree with {classes["path"].name}: ' + ', '.join(
+    bad = [(v, tuple(int(x) for x in pal[v]), at[v]) for v in used
+           if v in at and classes['given'][at[v]] and tuple(pal[v]) != classes['colors'][at[v]]]
+    name = classes['path'].name
+    if bad: raise DataError(path, f'palette colours disagree with {name}: ' + ', '.join(
         f'index {v} is {c} in the PNG, class {classes["names"][k]!r} is {classes["colors"][k]}' for v, c, k in bad[:4]) +
-        f'; give the PNG the palette of {classes["path"].name}, or the file the colours of the PNG')
+        f'; give the PNG the palette of {name}, or the file the colours of the PNG')
 
 def read_folder_label(path, classes: dict) -> torch.Tensor:
-    "Train ids of one mask of a folder dataset: class ids (a palette's colours must agree) or colours, by the file's mode."
+    "Train ids of one mask of a folder: class ids (a palette's colours must agree) or colours, by the file's mode."
     path = Path(path)
     if path.suffix.lower() not in LOSSLESS_MASKS:
-        raise DataError(path, f'mask saved as {path.suffix}, a lossy format whose edges take values of no class: save it as PNG')
+        raise DataError(path, f'mask saved as {path.suffix}, a lossy format whose edges take values of no class: '
+                              'save it as PNG')
     if path.is_file() and path.stat().st_size == 0: raise DataError(path, 'empty file')
     try: im = Image.open(path); im.load()
     except OSError: return decode_ids(read_label(path), classes, path)   # read_label names the problem
@@ -179,14 +186,14 @@ def read_split_list(path: Path, known: dict) -> list[str]:
 
 # %% ../nbs/08a_folder.ipynb #58a05c86
 def split_dirs(root: Path, split: str = 'train') -> tuple[Path, Path]:
-    "(images, masks) folders of `split`: `ROOT/<split>/` where it has `images/`, else `ROOT/` (the training split, a list's split)."
+    "(images, masks) folders of `split`: `ROOT/<split>/` where it has `images/`, else `ROOT/` (training split, list splits)."
     d = root/split if split != 'train' and (root/split/'images').is_dir() else root
     return d/'images', d/'labels'
 
 def folder_items(root: Path, split: str = 'train') -> list:
-    "`(id, image, label or None)` of `split`: 'train' is `images/` less the ids of `val.txt`; another split is `<split>/images` or `<split>.txt`."
+    "`(id, image, label or None)` of `split`: 'train' is `images/` less the ids of `val.txt`; another `<split>/` or `<split>.txt`."
     img_dir, lab_dir = split_dirs(root, split)
-    imgs, masks = (image_files(d) if d.is_dir() else {} for d in (img_dir, lab_dir))
+    imgs, masks = (image_files(d) if d.is_dir() else {} for d in (img_dir, lab_dir))   # masks by id: x.png, x.PNG, x.jpg
     if split == 'train':
         held = set(read_split_list(root/'val.txt', imgs)) if (root/'val.txt').is_file() else set()
         ids, where = [i for i in imgs if i not in held], img_dir
@@ -198,7 +205,7 @@ def folder_items(root: Path, split: str = 'train') -> list:
 def orphan_labels(root: Path, split: str = 'train') -> list[tuple[Path, Path]]:
     "(label file, the image it needs, without suffix) of each label of `split`'s own label folder whose image does not exist."
     img_dir, lab_dir = split_dirs(root, split)
-    if split != 'train' and img_dir == root/'images' or not lab_dir.is_dir(): return []   # a list's split: the training folders
+    if split != 'train' and img_dir == root/'images' or not lab_dir.is_dir(): return []   # a list's split: train's folders
     imgs = image_files(img_dir) if img_dir.is_dir() else {}
     return [(p, img_dir/i) for i, p in image_files(lab_dir).items() if i not in imgs]
 
@@ -234,7 +241,8 @@ def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
     if classes['tail'] is not None:
         return [classes['names'].index(t) for t in classes['tail']], f"tail classes {', '.join(classes['tail']) or 'none'}: as {classes['path'].name} says"
     lab = root/'labels'
-    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in image_files(lab).values()) if lab.is_dir() else ()
+    masks = image_files(lab).values() if lab.is_dir() else ()
+    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in masks)
     return _tail(str(root), stamp + ((str(classes['path']), classes['path'].stat().st_mtime_ns),))
 
 # %% ../nbs/08a_folder.ipynb #eb00c590
@@ -255,12 +263,13 @@ class FolderDataset(SegDataset):
     def load_label(self, path) -> torch.Tensor: return read_folder_label(path, self.classes)
 
     def problems(self) -> list[str]:
-        "One line per bad input of this split: an orphan label, a scored image without a mask, a bad file (empty, unreadable, deep), a bad mask."
+        "One line per bad input of this split: a label without an image, a scored image without one, a bad image or mask."
         out = [f'{p}: label without an image (no {img}.png, .jpg, ...)' for p, img in orphan_labels(self.root, self.split)]
+        masks = split_dirs(self.root, self.split)[1]
         for k, (i, ip, lp) in enumerate(self.items):
             if ip.stat().st_size == 0: out.append(f'{ip}: empty file'); continue
             if lp is None and self.split != 'train':                   # evaluation scores every image of its split
-                out.append(f'{ip}: {self.split} image without a mask (no {split_dirs(self.root, self.split)[1]/i}.png)'); continue
+                out.append(f'{ip}: {self.split} image without a mask (no {masks/i}.png)'); continue
             try: self[k]
             except DataError as e: out.append(str(e))
         return out
@@ -274,17 +283,19 @@ class FolderDataset(SegDataset):
 
 # %% ../nbs/08a_folder.ipynb #1cab0174
 def folder_notes(ds: FolderDataset, counts=None) -> list[str]:
-    "What is read right but worth a look, one line each: images turned upright by EXIF, classes without a labeled pixel in `counts`."
+    "What is read right but worth a look, one line each: images turned upright by EXIF, classes without pixels in `counts`."
     c = ds.classes
     out = [f'{ip}: EXIF orientation {o}, read turned upright (as PIL exif_transpose and OpenCV do): '
-           f'check that {lp or "its mask"} is drawn on the upright image' for _, ip, lp in ds.items if (o := exif_orientation(ip)) > 1]
+           f'check that {lp or "its mask"} is drawn on the upright image'
+           for _, ip, lp in ds.items if (o := exif_orientation(ip)) > 1]
     if counts is not None:
         out += [f'{c["path"]}: class {n!r} (id {v}) has no labeled pixel in {split_dirs(ds.root)[1]}: nothing teaches it, '
-                f'and it is a tail class only if {c["path"].name} says so' for n, v, m in zip(c['names'], c['ids'], counts) if m == 0]
+                f'and it is a tail class only if {c["path"].name} says so'
+                for n, v, m in zip(c['names'], c['ids'], counts) if m == 0]
     return out
 
 def check_folder(root) -> dict:
-    "Every problem of a folder dataset (one line each), notes on what it reads right, its classes' labeled pixels, info and tail source."
+    "Every problem of a folder (one line each), notes on what it reads right, its labeled pixels per class, info, tail source."
     root = Path(root)
     try:
         train = FolderDataset(root, 'train')
@@ -295,7 +306,8 @@ def check_folder(root) -> dict:
     if not train.labeled_ids: bad.append(f'{root/"labels"}: no label file matches an image under images/')
     counts = class_pixels(train)
     notes = folder_notes(train, counts) + (folder_notes(val) if val is not None else [])
-    return dict(problems=bad, notes=notes, counts=counts, ids=train.classes['ids'], info=train.info, tail_source=train.tail_source)
+    return dict(problems=bad, notes=notes, counts=counts, ids=train.classes['ids'], info=train.info,
+                tail_source=train.tail_source)
 
 # %% ../nbs/08a_folder.ipynb #0fd81b16
 def class_table(counts, info: DatasetInfo, ids=None):
@@ -322,10 +334,10 @@ def plot_class_histogram(counts, info: DatasetInfo, path=None, title: str = ''):
 def _parser():
     p = Parser(prog='ael-data', description='Check a folder dataset (images/, labels/, classes.yaml) before training.')
     sub = p.add_subparsers(dest='cmd', required=True)
-    c = sub.add_parser('check', help='every bad input as one line, the class histogram as a table (and a picture if asked)')
+    c = sub.add_parser('check', help='every bad input as one line, the class histogram as a table (a picture if asked)')
     c.add_argument('root', help='the folder (images/, labels/, classes.yaml, val/ or val.txt)')
     c.add_argument('--plot', '--histogram', metavar='PATH', help='write the class histogram here as a PNG (default: none)')
-    c.add_argument('--report', metavar='PATH', help='write what the check prints here as text, the histogram beside it (PATH.png)')
+    c.add_argument('--report', metavar='PATH', help='write what the check prints here, the histogram beside it (PATH.png)')
     return p
 
 def ael_data(argv=None) -> int:
@@ -341,5 +353,7 @@ def ael_data(argv=None) -> int:
     for line in out + r['notes']: print(line)
     for line in r['problems']: print(line, file=sys.stderr)
     print(verdict, file=sys.stderr if r['problems'] else sys.stdout)
-    if a.report: Path(a.report).parent.mkdir(parents=True, exist_ok=True); Path(a.report).write_text('\n'.join(out + r['notes'] + r['problems'] + [verdict]) + '\n')
+    if a.report:
+        Path(a.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.report).write_text('\n'.join(out + r['notes'] + r['problems'] + [verdict]) + '\n')
     return 1 if r['problems'] else 0
