@@ -285,8 +285,8 @@ class FolderDataset(SegDataset):
 def folder_notes(ds: FolderDataset, counts=None) -> list[str]:
     "What is read right but worth a look, one line each: images turned upright by EXIF, classes without pixels in `counts`."
     c = ds.classes
-    out = [f'{ip}: EXIF orientation {o}, read turned upright (as PIL exif_transpose and OpenCV do): '
-           f'check that {lp or "its mask"} is drawn on the upright image'
+    out = [f'{ip}: EXIF orientation {o}, read turned upright (as PIL exif_transpose and OpenCV do)' +
+           (f': check that {lp} is drawn on the upright image' if lp else '')
            for _, ip, lp in ds.items if (o := exif_orientation(ip)) > 1]
     if counts is not None:
         out += [f'{c["path"]}: class {n!r} (id {v}) has no labeled pixel in {split_dirs(ds.root)[1]}: nothing teaches it, '

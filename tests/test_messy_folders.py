@@ -208,3 +208,10 @@ def test_manifest_key_twice_one_line(tmp_path):
     (tmp_path / 'm.json').write_text(json.dumps(dict(dataset='folder', split='train', labeled=['a'], unlabeled=['b']))[:-1] + ', "labeled": ["b"]}')
     with pytest.raises(ValueError) as e: load_manifest(tmp_path / 'm.json')
     assert str(e.value) == f"{tmp_path}/m.json: 'labeled' set twice in one object: keep one"
+
+
+def test_exif_unlabeled_image_listed_without_a_mask(tmp_path):
+    root = write_folder(tmp_path / 'data')                 # images 004 and 005 have no mask
+    ex = Image.Exif(); ex[0x0112] = 8
+    Image.fromarray(np.zeros((W, H, 3), np.uint8)).save(root / 'images/town0/004.jpg', exif=ex)
+    assert check_folder(root)['notes'] == [f'{root}/images/town0/004.jpg: EXIF orientation 8, read turned upright (as PIL exif_transpose and OpenCV do)']
