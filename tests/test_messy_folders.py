@@ -116,6 +116,10 @@ def _upper_case_suffix(r):
 def _rgba_opaque(r):
     with_ignore_colour(r)
     Image.fromarray(np.dstack([colour_mask(), np.full((H, W), 255, np.uint8)])).save(r / 'labels/town1/001.png'); return CLEAN, []
+def _grey_alpha_opaque(r):       # a grey mask with an alpha channel of 255 everywhere: its ids
+    Image.fromarray(np.dstack([ids_mask(), np.full((H, W), 255, np.uint8)]), mode='LA').save(r / 'labels/town0/002.png'); return CLEAN, []
+def _tiff_mask(r):               # lossless, so read like a PNG
+    (r / 'labels/town1/003.png').unlink(); Image.fromarray(ids_mask()).save(r / 'labels/town1/003.tif'); return CLEAN, []
 def _palette_agrees(r):          # read by index, and the palette's colours are the classes'
     im = Image.fromarray(ids_mask(), mode='P'); im.putpalette([c for rgb in COLOURS for c in rgb] + [0] * 759); im.save(r / 'labels/town0/002.png')
     return CLEAN, []
@@ -148,7 +152,7 @@ def _csv_without_header(r):      # its first row is a class, not a header
     (r / 'classes.yaml').unlink(); (r / 'classes.csv').write_text(''.join(f'c{k},{",".join(map(str, c))}\n' for k, c in enumerate(COLOURS)))
     return CLEAN, []
 
-READ_RIGHT = dict(upper_case_suffix=_upper_case_suffix, rgba_opaque=_rgba_opaque, palette_agrees=_palette_agrees,
+READ_RIGHT = dict(upper_case_suffix=_upper_case_suffix, rgba_opaque=_rgba_opaque, grey_alpha_opaque=_grey_alpha_opaque, tiff_mask=_tiff_mask, palette_agrees=_palette_agrees,
                   palette_of_greys=_palette_of_greys, rgb16_image=_rgb16_image, exif_turned=_exif_turned,
                   ids_with_gaps=_ids_with_gaps, null_gap=_null_gap, csv_header=_csv_header, csv_without_header=_csv_without_header)
 
