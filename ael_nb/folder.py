@@ -158,13 +158,13 @@ def read_folder_label(path, classes: dict) -> torch.Tensor:
         raise DataError(path, f'mask saved as {path.suffix}, a lossy format whose edges take values of no class: '
                               'save it as PNG')
     if path.is_file() and path.stat().st_size == 0: raise DataError(path, 'empty file')
-    try: im = Image.open(path); im.load()
-    except OSError: return decode_ids(read_label(path), classes, path)   # read_label names the problem
-    with im:
-        rgb_or_ids = _opaque(im, path, classes)
-        if rgb_or_ids.mode == 'RGB': return decode_colors(np.array(rgb_or_ids), classes, path)
-        raw = np.array(rgb_or_ids).astype(np.int64) if rgb_or_ids.mode in ('L', 'P') else read_label(path)
-        if rgb_or_ids.mode == 'P': _same_palette(rgb_or_ids.getpalette(), raw, classes, path)
+    try:
+        with Image.open(path) as im:
+            mask = _opaque(im, path, classes)
+            if mask.mode == 'RGB': return decode_colors(np.array(mask), classes, path)
+            raw = np.array(mask).astype(np.int64) if mask.mode in ('L', 'P') else read_label(path)
+            if mask.mode == 'P': _same_palette(mask.getpalette(), raw, classes, path)
+    except OSError: return decode_ids(read_label(path), classes, path)   # not an image, truncated: read_label names it
     return decode_ids(raw, classes, path)
 
 # %% ../nbs/08a_folder.ipynb #a5b86bf1
