@@ -27,7 +27,7 @@ __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WH
 @dataclass
 class DataConfig:
     "Where the images come from and how one training batch is built."
-    dataset: str = 'cityscapes'             # a name in `ael_nb.datasets.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
+    dataset: str = 'cityscapes'             # a name in `ael_nb.registry.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
     root: str|None = None                   # dataset root folder (None: the dataset's default / not needed)
     manifest: str|None = None               # labeled/unlabeled split file (`ael_nb.manifests`); None: draw `fraction`
     fraction: float = 1/16                  # labeled fraction drawn with `run.seed` when no manifest is given
