@@ -16,12 +16,12 @@ from .core import DataError, atomic_write_text
 from .paper import AUTHORS, WEAK_TO_STRONG, DIFFERENCES
 
 # %% auto #0
-__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'DataConfig', 'ModelConfig', 'OptimConfig',
-           'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'framework', 'resolved', 'coerce', 'valid_keys',
-           'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'cpu96', 'folder', 'validate', 'unused',
-           'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset', 'read_yaml', 'save_config',
-           'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes', 'preset_values',
-           'differences_table']
+__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS', 'WEIGHTS_FREE',
+           'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'framework',
+           'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu',
+           'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
+           'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
+           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -619,6 +619,33 @@ def check_classes(cfg: Config, num_classes: int, dataset: str) -> Config:
                    f"({num_classes} classes): set method.{key} to its class ids (method.{key}= for none)")
     if bad: raise ValueError('; '.join(bad))
     return cfg
+
+# %% ../nbs/14_config.ipynb #45d8238d
+class AllBut(tuple):
+    "The keys to compare, as an ignore-set: every key except these is left out."
+
+def _ignored(key: str, ignore) -> bool:
+    if isinstance(ignore, AllBut): return key not in ignore
+    return key in ignore or key.startswith(tuple(i for i in ignore if i.endswith('.')))
+
+def flat_settings(cfg, ignore=()) -> dict:
+    "Dotted key -> value of a `Config` or a nested dict (keys it predates at their default), less the keys in `ignore`."
+    d = to_dict(cfg) if is_dataclass(cfg) else (cfg or {})
+    full = dict(flat_items(to_dict(Config()))) | dict(flat_items(d))
+    return {k: v for k, v in full.items() if not _ignored(k, ignore)}
+
+def config_diff(old, new, ignore=()) -> dict[str, tuple]:
+    "{key: (old value, new value)} of every setting where `new` differs from `old` (`Config`s or nested dicts), less `ignore`."
+    a, b = flat_settings(old, ignore), flat_settings(new, ignore)
+    return {k: (a.get(k), b.get(k)) for k in b | a if a.get(k) != b.get(k)}
+
+# %% ../nbs/14_config.ipynb #40d62107
+RESUME_FREE = ('run.resume', 'run.allow_changes', 'run.out', 'run.stop_at', 'run.device', 'run.threads', 'run.progress',
+               'run.tensorboard', 'run.plots', 'run.checkpoint_interval', 'run.checkpoint_minutes', 'run.keep_previous',
+               'run.overwrite', 'run.trace_interval', 'run.trace_images', 'data.root', 'data.num_workers',
+               'data.acm_prefetch', 'data.check', 'eval.num_workers')
+RUN_KEYS = ('run.',)
+WEIGHTS_FREE = AllBut(('model.backbone', 'model.output_stride', 'model.deep_stem', 'model.aux', 'model.head_channels'))
 
 # %% ../nbs/14_config.ipynb #2a9866d2
 def _shown(v) -> str:
