@@ -629,13 +629,13 @@ def _ignored(key: str, ignore) -> bool:
     return key in ignore or key.startswith(tuple(i for i in ignore if i.endswith('.')))
 
 def flat_settings(cfg, ignore=()) -> dict:
-    "Dotted key -> value of a `Config` or a nested dict (keys it predates at their default), less the keys in `ignore`."
+    "Dotted key -> value of a `Config` or a nested dict (a key it predates at its default), less `ignore`'s keys."
     d = to_dict(cfg) if is_dataclass(cfg) else (cfg or {})
     full = dict(flat_items(to_dict(Config()))) | dict(flat_items(d))
     return {k: v for k, v in full.items() if not _ignored(k, ignore)}
 
 def config_diff(old, new, ignore=()) -> dict[str, tuple]:
-    "{key: (old value, new value)} of every setting where `new` differs from `old` (`Config`s or nested dicts), less `ignore`."
+    "{key: (old value, new value)} where `new` differs from `old` (`Config`s or nested dicts), less `ignore`'s keys."
     a, b = flat_settings(old, ignore), flat_settings(new, ignore)
     return {k: (a.get(k), b.get(k)) for k in b | a if a.get(k) != b.get(k)}
 

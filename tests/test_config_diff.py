@@ -10,8 +10,9 @@ from ael_nb.faults import config_changes
 @pytest.mark.parametrize('name', ['RESUME_FREE', 'RUN_KEYS', 'WEIGHTS_FREE', 'SETTING_IGNORED'])
 def test_every_set_names_keys_or_sections(name):
     "A typo in a set would silently compare a key it meant to leave out: each entry is a key, or a section ending in '.'."
-    keys = set(valid_keys())
-    for k in dict(RESUME_FREE=RESUME_FREE, RUN_KEYS=RUN_KEYS, WEIGHTS_FREE=WEIGHTS_FREE, SETTING_IGNORED=SETTING_IGNORED)[name]:
+    keys, sets = set(valid_keys()), dict(RESUME_FREE=RESUME_FREE, RUN_KEYS=RUN_KEYS, WEIGHTS_FREE=WEIGHTS_FREE,
+                                         SETTING_IGNORED=SETTING_IGNORED)
+    for k in sets[name]:
         assert k in keys or (k.endswith('.') and any(v.startswith(k) for v in keys)), f"{name}: {k!r} names no key"
 
 def test_config_diff_reports_both_values_and_leaves_out_the_set():
