@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
-                           valid_keys, to_dict, flat_items, read_yaml)
+                           valid_keys, to_dict, read_yaml, flat_settings)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict
@@ -167,8 +167,7 @@ SETTING_IGNORED = ('preset', 'method.', 'run.', 'eval.interval', 'eval.models', 
 
 def setting_of(config: dict) -> dict:
     "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
-    full = dict(flat_items(to_dict(Config()))) | dict(flat_items(config))   # a switch added later defaults to the earlier behaviour
-    return {k: v for k, v in full.items() if not k.startswith(SETTING_IGNORED)}
+    return flat_settings(config, SETTING_IGNORED)   # a switch added later defaults to the earlier behaviour
 
 def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
                    results=None,  # folder of bench/grid.py cells (default: the checkout's bench/results)

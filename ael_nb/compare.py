@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 from .config import read_yaml
-from .datasets import ADE20K_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO, get_dataset
+from .datasets import ADE20K_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO
+from .registry import get_dataset
 from .synthetic import SYNTHETIC_INFO
 from .runlog import read_metrics, read_traces
 

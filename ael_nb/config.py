@@ -13,20 +13,21 @@ from pathlib import Path
 from typing import Literal
 import yaml
 from .core import DataError, atomic_write_text
+from .paper import AUTHORS, WEAK_TO_STRONG, DIFFERENCES
 
 # %% auto #0
-__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES',
-           'ABLATIONS', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config',
-           'framework', 'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k',
-           'cpu', 'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset',
-           'get_preset', 'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong',
-           'check_classes', 'Difference', 'preset_values', 'differences_table']
+__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS', 'WEIGHTS_FREE',
+           'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'framework',
+           'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu',
+           'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
+           'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
+           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
 class DataConfig:
     "Where the images come from and how one training batch is built."
-    dataset: str = 'cityscapes'             # a name in `ael_nb.datasets.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
+    dataset: str = 'cityscapes'             # a name in `ael_nb.registry.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
     root: str|None = None                   # dataset root folder (None: the dataset's default / not needed)
     manifest: str|None = None               # labeled/unlabeled split file (`ael_nb.manifests`); None: draw `fraction`
     fraction: float = 1/16                  # labeled fraction drawn with `run.seed` when no manifest is given
@@ -582,15 +583,6 @@ def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
     return validate(resolved(apply_overrides(cfg, overrides)))
 
 # %% ../nbs/14_config.ipynb #8ffb4b58
-_AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
-                   'method.acm_targets=half', 'optim.loss_per_rank=true', 'method.absent_as_zero=true',
-                   'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true', 'method.unsup_per_image=false',
-                   'method.acm_stride=1', 'method.aes_bank=after', 'method.aes_draw=class',
-                   'method.unsup_denominator=all', 'method.table_rule=authors', 'method.acm_full=fallback',
-                   'method.box_position=round', 'method.cp_choice=batch', 'optim.amp=none', 'model.channels_last=false']
-AUTHORS = dict(cityscapes=_AUTHORS_COMMON + ['method.r_star=0.01', 'method.acm_min_area=0.005'],
-               voc=_AUTHORS_COMMON + ['method.cp_exclude=0,1,2,8,10'])
-
 def _authors(dataset: str) -> Config:
     c = apply_overrides(PRESETS[dataset](), AUTHORS[dataset])
     c.preset = f'{dataset}-authors'
@@ -603,14 +595,6 @@ def authors(dataset: str) -> Config:
     return get_preset(f'{dataset}-authors')
 
 # %% ../nbs/14_config.ipynb #afa9815a
-_W2S_COMMON = ['method.teacher=student', 'method.conf_thresh=0.95', 'optim.weight_decay=1e-4', 'model.aux=false',
-               'data.batch_size=8']
-WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001', 'optim.head_lr_mult=10',
-                                         'optim.sup_loss=ce', 'model.output_stride=16', 'eval.protocol=whole'],
-                      cityscapes=_W2S_COMMON + ['data.crop_size=769', 'optim.lr=0.005', 'optim.head_lr_mult=1',
-                                                'optim.sup_loss=ohem', 'model.backbone=resnet50',
-                                                'model.output_stride=8'])
-
 def _weak_to_strong(dataset: str, method: str) -> Config:
     c = apply_overrides(PRESETS[dataset](), WEAK_TO_STRONG[dataset] + [f'method.name={method}'])
     c.preset = f'{dataset}-{method}'
@@ -640,104 +624,34 @@ def check_classes(cfg: Config, num_classes: int, dataset: str) -> Config:
     if bad: raise ValueError('; '.join(bad))
     return cfg
 
+# %% ../nbs/14_config.ipynb #45d8238d
+class AllBut(tuple):
+    "The keys to compare, as an ignore-set: every key except these is left out."
+
+def _ignored(key: str, ignore) -> bool:
+    if isinstance(ignore, AllBut): return key not in ignore
+    return key in ignore or key.startswith(tuple(i for i in ignore if i.endswith('.')))
+
+def flat_settings(cfg, ignore=()) -> dict:
+    "Dotted key -> value of a `Config` or a nested dict (a key it predates at its default), less `ignore`'s keys."
+    d = to_dict(cfg) if is_dataclass(cfg) else (cfg or {})
+    full = dict(flat_items(to_dict(Config()))) | dict(flat_items(d))
+    return {k: v for k, v in full.items() if not _ignored(k, ignore)}
+
+def config_diff(old, new, ignore=()) -> dict[str, tuple]:
+    "{key: (old value, new value)} where `new` differs from `old` (`Config`s or nested dicts), less `ignore`'s keys."
+    a, b = flat_settings(old, ignore), flat_settings(new, ignore)
+    return {k: (a.get(k), b.get(k)) for k in b | a if a.get(k) != b.get(k)}
+
+# %% ../nbs/14_config.ipynb #40d62107
+RESUME_FREE = ('run.resume', 'run.allow_changes', 'run.out', 'run.stop_at', 'run.device', 'run.threads', 'run.progress',
+               'run.tensorboard', 'run.plots', 'run.checkpoint_interval', 'run.checkpoint_minutes', 'run.keep_previous',
+               'run.overwrite', 'run.trace_interval', 'run.trace_images', 'data.root', 'data.num_workers',
+               'data.acm_prefetch', 'data.check', 'eval.num_workers')
+RUN_KEYS = ('run.',)
+WEIGHTS_FREE = AllBut(('model.backbone', 'model.output_stride', 'model.deep_stem', 'model.aux', 'model.head_channels'))
+
 # %% ../nbs/14_config.ipynb #2a9866d2
-@dataclass(frozen=True)
-class Difference:
-    "One place where the paper's text, the authors' code (SemiSeg-AEL 747c797) and the kit's default part ways."
-    what: str                   # the difference, in a few words
-    keys: tuple[str, ...]       # configuration keys that choose a side (none: no switch)
-    paper: str                  # what the paper says
-    code: str                   # what the authors' code does
-    kit: str                    # the kit's default and why; without a switch, what the kit does instead
-    left: str = 'none'          # what still differs under the `-authors` presets
-
-_D = Difference
-DIFFERENCES = (
-    _D('backbone and ImageNet weights', ('model.deep_stem', 'model.pretrained'), '"ResNet-101 pretrained on ImageNet"',
-       'deep-stem ResNet-101 ("resnet101c"), their own weights file',
-       "no file ships: add `model.deep_stem=true model.pretrained=PATH` for theirs", 'their file: add it'),
-    _D('which images are labeled', ('data.manifest',), 'a seeded draw, not published',
-       '`random.seed(seed); random.sample(lines, n_sup)` over the `data_list` file at start',
-       '`ael-splits import authors LIST --n-sup N --seed S` redoes their draw; the examples use community lists',
-       'the split: import it'),
-    _D('BatchNorm statistics of the student', ('method.student_forward',), 'not said', 'labeled, then unlabeled batch',
-       'one forward: one set of statistics for the step'),
-    _D('effective learning rate', ('optim.loss_per_rank',), 'lr for the global batch of 16',
-       'every loss / world size, DDP averages: lr / 8 on 8 GPUs', 'the lr the paper writes'),
-    _D('unsupervised loss on labeled images', ('method.labeled_unsup',), 'not in the paper',
-       'DR + AES weighted, against teacher pseudo-labels', 'off, as the paper'),
-    _D('unlabeled images per step', ('method.acm_targets',), '16 (2 per GPU)',
-       "one of the two per GPU is CutMix's target", 'every unlabeled image is a target'),
-    _D('teacher mode', ('method.teacher_mode',), 'not said',
-       'train mode: dropout, batch statistics; labeled and unlabeled batches in separate calls',
-       'eval mode: a deterministic teacher'),
-    _D('bank, class absent from the batch', ('method.absent_as_zero',), 'Eq. 6, no word on absence', 'pulled towards 0',
-       'left as it is: an absent class was not measured'),
-    _D('bank statistic', ('method.bank_reduction',), 'Eq. 3: per image, then over images',
-       "pooled over the batch's pixels", 'Eq. 3'),
-    _D('AES: class of an unlabeled pixel', ('method.aes_source',), '"according to their predictions"',
-       'student arg-max', 'the pseudo-label, the class the loss teaches'),
-    _D('AES: which bank', ('method.aes_bank',), 'Eq. 8 from Conf', "after this step's bank update",
-       'before: ACP, ACM and AES of a step read one Conf, however the step is cut into micro-batches'),
-    _D('AES: keep draw', ('method.aes_draw',), 'Eq. 9, per pixel', 'one random map per class, shared by the batch',
-       'per pixel: independent decisions, as Eq. 9 reads'),
-    _D('AES when every class has Conf = 1', (), 'Eq. 8: 0 / 0', 'rates 0 / 0 = NaN: keeps no pixel',
-       'rates 1: keeps every pixel (no class lags, nothing to equalise)', 'the unsupervised loss of such a step'),
-    _D('unsupervised loss normalisation', ('method.unsup_per_image',), 'Eq. 11, per image', 'over the batch', 'Eq. 11'),
-    _D('Eq. 11 denominator', ('method.unsup_denominator',), 'pixels with a target',
-       'every pixel, those below the pseudo-label threshold (VOC 0.7) included', 'pixels with a target'),
-    _D('OHEM, every label of the batch ignored', (), '-', 'mean cross-entropy over no pixel: NaN, which poisons the update',
-       '0, with a zero gradient: no labeled pixel, nothing to learn', 'the supervised loss of such a batch'),
-    _D('Copy-Paste sampling', ('method.cp_sqrt',), 'Eq. 7, softmax(1 - Conf)', 'softmax(sqrt(1 - Conf))', 'Eq. 7'),
-    _D('Copy-Paste classes', ('method.cp_choice',), 'K classes pasted',
-       'K draws with replacement over all classes, once per batch (a review counted 0.62 classes pasted on Cityscapes)',
-       'K distinct classes of each source (2.13 pasted there): K means K'),
-    _D('Copy-Paste exclusions', ('method.cp_exclude',), 'not said',
-       'road, sidewalk, building, vegetation, sky (0, 1, 2, 8, 10), also applied to VOC ids',
-       "VOC: background only (with K=1 it would erase the target's object)"),
-    _D('Copy-Paste source', (), 'another labeled image', 'any labeled image of the set, itself included, loaded apart',
-       'another image of the batch (same law up to the image itself)', 'the source draw'),
-    _D('ACM region search', ('method.acm_stride',), 'not said', 'connected components per pixel (scikit-image, CPU)',
-       '4x4 cells on the device: 0.24% of a step instead of a host round trip'),
-    _D('ACM class table / region threshold (Cityscapes)', ('method.r_star', 'method.acm_min_area'),
-       'r* (Table 8) for both', '0.01 for the table, 0.005 for the regions', 'r* for both, as the paper'),
-    _D('ACM class table rule', ('method.table_rule',), '"larger than r*"', 'pixels >= r* x width^2',
-       'share of the counted pixels > r*: right for non-square and padded crops'),
-    _D('ACM source all of one class', ('method.acm_full',), 'not said', 'no region found: a random box',
-       'the whole source is the region (their search drops the first label as if it were background)'),
-    _D('ACM fallback box offset', ('method.box_position',), 'not said',
-       'round(u x (H - h)): first and last offset half as likely', 'every offset equally likely'),
-    _D('ACM region area', (), 'r* of the image', 'r* x H^2', 'r* x H x W', "none on the presets' square crops"),
-    _D('pseudo-label confidence threshold', ('method.pl_threshold',), 'not said', '0 (Cityscapes), 0.7 (VOC)',
-       "the code's"),
-    _D('precision and memory format', ('optim.amp', 'model.channels_last'), 'not said', 'fp32, contiguous tensors',
-       "bf16 autocast + channels-last where the device runs bf16 natively ('auto'; an H200's AEL step 1.52x faster, "
-       "bench/RESULTS.md), fp32 elsewhere: numbers differ by bf16 rounding"),
-    _D('gradient accumulation', ('optim.accum_steps',), '-', 'none',
-       "bank, class table and their sync once per optimiser step (`aes_bank=after` needs 1)"),
-    _D('bank start value', ('method.bank_init',), 'not said', 'uniform random numbers', '1/C for every class',
-       'the start value'),
-    _D('bank and class table across GPUs', (), '-', 'one per GPU, never synchronised', 'all-reduced',
-       'one bank for all GPUs'),
-    _D('padding of crops', (), '-', 'label 0 (road / background)', 'ignore (255)', 'padded pixels'),
-    _D('dropout of a train-mode teacher', (), '-', "torch's global random numbers", 'the same law',
-       'the dropout masks'),
-    _D("ACM's source draw", (), 'not said', "at the step, from this step's bank and table",
-       'one step ahead, so the image loads in the background: bank and table one step older', 'the timing of the draw'),
-    _D('teacher at the start', (), 'EMA of the student',
-       'an independent random network (EMA decay 0 at step 0 then copies the student)', 'a copy of the student',
-       "the first step's pseudo-labels"),
-    _D('Cityscapes weight decay', ('optim.weight_decay',), '0.0005',
-       '0.0001 in their experiments/cityscapes_2/config.yaml',
-       "the paper's: set `optim.weight_decay=1e-4` for their file's", "their file's value"),
-    _D('reproducible GPU runs', ('run.deterministic', 'run.cudnn_benchmark'), 'not said',
-       'cuDNN autotuning, no seeding of the GPU: two runs of one command differ', 'autotuning off; every draw seeded; '
-       '`run.deterministic=true`: deterministic kernels, the same weights run after run on one GPU type (`21_faults`)',
-       "the kit's seeding; autotuning with `run.cudnn_benchmark=true`"),
-    _D('VOC learning rate', ('optim.lr',), '0.001', '0.01 in their experiments/pascal_4/config.yaml',
-       "the paper's: set `optim.lr=0.01` for their file's", "their file's value"),
-)
-
 def _shown(v) -> str:
     if isinstance(v, tuple): return ','.join(map(str, v))
     return str(v).lower() if isinstance(v, bool) or v is None else str(v)
@@ -759,22 +673,3 @@ def differences_table(datasets=('cityscapes', 'voc')) -> str:
         rows.append(f"| {d.what} | {keys} | {d.paper} | {d.code} | {paper} | {code} | {d.left} | {d.kit} |")
     return '\n'.join(rows)
 
-
-# %% ../nbs/14_config.ipynb #3e49686b
-ABLATIONS = {
-    # Table 5: components
-    'baseline': ['method.dr=false', 'method.aes=false', 'method.acm=false', 'method.acp=false'],
-    'dr': ['method.aes=false', 'method.acm=false', 'method.acp=false'],
-    'aes': ['method.dr=false', 'method.acm=false', 'method.acp=false'],
-    'acm': ['method.dr=false', 'method.aes=false', 'method.acp=false'],
-    'acp': ['method.dr=false', 'method.aes=false', 'method.acm=false'],
-    'dr+aes': ['method.acm=false', 'method.acp=false'],
-    'dr+aes+acm': ['method.acp=false'],
-    'ael': [],
-    # Table 6: gamma; Table 7: indicator (dr+aes); Table 8: r*; Table 9: K; Table 10: alpha
-    **{f'gamma={g}': ['method.aes=false', 'method.acm=false', 'method.acp=false', f'method.gamma={g}'] for g in (0, 0.5, 1, 2, 3)},
-    **{f'indicator={i}': ['method.acm=false', 'method.acp=false', f'method.indicator={i}'] for i in ('confidence', 'margin', 'entropy')},
-    **{f'r_star={r}': ['method.acp=false', f'method.r_star={r}'] for r in (0.001, 0.003, 0.005, 0.01)},
-    **{f'k={k}': [f'method.k={k}'] for k in (1, 2, 3, 4)},
-    **{f'alpha={a}': [f'method.alpha={a}'] for a in (0.5, 1.0, 1.5, 2.0)},
-}

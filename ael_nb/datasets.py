@@ -5,7 +5,7 @@ a list of `(id, image path, label path or None)`, a `DatasetInfo`, and errors th
 
 # %% ../nbs/08_datasets.ipynb #1952c6f5
 from __future__ import annotations
-import copy, importlib, inspect, os
+import copy, os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 import numpy as np
@@ -15,9 +15,9 @@ from .core import IGNORE_INDEX, DatasetInfo, DataError
 
 # %% auto #0
 __all__ = ['DEEP_MODES', 'CAMVID_INFO', 'CITYSCAPES_INFO', 'CITYSCAPES_ID_TO_TRAINID', 'VOC_INFO', 'ADE20K_CLASSES',
-           'ADE20K_INFO', 'IMAGE_EXTS', 'DATASETS', 'read_image', 'exif_orientation', 'read_label', 'make_lut',
-           'identity_map', 'decode_label', 'SegDataset', 'dataset_root', 'require_samples', 'CamVid', 'Cityscapes',
-           'voc_palette', 'VOC', 'ADE20K', 'image_files', 'ImageFolder', 'make_fixture', 'get_dataset', 'colorize']
+           'ADE20K_INFO', 'IMAGE_EXTS', 'read_image', 'exif_orientation', 'read_label', 'make_lut', 'identity_map',
+           'decode_label', 'SegDataset', 'dataset_root', 'require_samples', 'CamVid', 'Cityscapes', 'voc_palette',
+           'VOC', 'ADE20K', 'image_files', 'ImageFolder', 'make_fixture', 'colorize']
 
 # %% ../nbs/08_datasets.ipynb #10bb05e5
 DEEP_MODES = ('I', 'I;16', 'I;16B', 'I;16L', 'I;16N', 'F')   # one channel of more than 8 bits: RGB would clip it
@@ -429,23 +429,6 @@ def make_fixture(layout: str,             # 'camvid', 'cityscapes', 'voc', 'ade2
         for k in range(n): _save(img(), root/('a' if k % 2 else 'b')/f'img{k}.jpg')
     else: raise ValueError(f'unknown layout {layout!r}')
     return root
-
-# %% ../nbs/08_datasets.ipynb #bf39b062
-DATASETS = {'camvid': CamVid, 'cityscapes': Cityscapes, 'voc': VOC, 'ade20k': ADE20K}
-_LAZY = {'synthetic': ('ael_nb.synthetic', 'SyntheticScenes'), 'folder': ('ael_nb.folder', 'FolderDataset')}
-
-def get_dataset(name: str,          # a key of DATASETS ('synthetic', 'camvid', 'cityscapes', 'voc', 'ade20k', 'folder')
-                root=None,          # dataset folder; None: $AEL_<NAME>_ROOT (ignored by datasets that need none)
-                split: str = 'train',
-                **kwargs            # passed to the loader, e.g. extra=True for Cityscapes
-               ) -> SegDataset:
-    "The dataset `name`, split `split`."
-    if name not in DATASETS and name in _LAZY:
-        mod, cls = _LAZY[name]; DATASETS.setdefault(name, getattr(importlib.import_module(mod), cls))
-    if name not in DATASETS: raise KeyError(f'unknown dataset {name!r}; known: {sorted(set(DATASETS) | set(_LAZY))}')
-    cls = DATASETS[name]
-    if 'root' in inspect.signature(cls).parameters: kwargs['root'] = root
-    return cls(split=split, **kwargs)
 
 # %% ../nbs/08_datasets.ipynb #d077716d
 def colorize(label,        # int label map [H,W] (tensor or array), train ids

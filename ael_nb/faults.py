@@ -13,14 +13,13 @@ import torch
 import torch.distributed as dist
 from .core import DataError, EXIT_REQUEUE, atomic_write_text, dist_ready, world_size, is_main, all_reduce_max
 from .model import unwrap
-from .config import Config, load_config, to_dict, flat_items
+from .config import RESUME_FREE, Config, load_config, config_diff
 
 # %% auto #0
-__all__ = ['STOP_SIGNALS', 'RESUME_FREE', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space',
-           'finite_values', 'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals',
-           'die_with_parent', 'under_launcher', 'report_status', 'running', 'wait_for_ranks', 'descendants',
-           'supervise', 'resume_command', 'config_changes', 'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock',
-           'claim_run_dir']
+__all__ = ['STOP_SIGNALS', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space', 'finite_values',
+           'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals', 'die_with_parent',
+           'under_launcher', 'report_status', 'running', 'wait_for_ranks', 'descendants', 'supervise', 'resume_command',
+           'config_changes', 'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock', 'claim_run_dir']
 
 # %% ../nbs/21_faults.ipynb #1015658d
 class RunStopped(Exception):
@@ -207,17 +206,11 @@ def resume_command(out, world: int = 1) -> str:
     return f"torchrun {nodes}--nproc_per_node {local} $(which ael-train) {args}"
 
 # %% ../nbs/21_faults.ipynb #f3a8c1d2
-RESUME_FREE = ('run.resume', 'run.allow_changes', 'run.out', 'run.stop_at', 'run.device', 'run.threads', 'run.progress',
-               'run.tensorboard', 'run.plots', 'run.checkpoint_interval', 'run.checkpoint_minutes', 'run.keep_previous',
-               'run.overwrite', 'run.trace_interval', 'run.trace_images', 'data.root', 'data.num_workers',
-               'data.acm_prefetch', 'data.check', 'eval.num_workers')
-
 def config_changes(cfg: Config, out) -> list[str]:
     "'key: old -> new' for each setting of `cfg` (outside `RESUME_FREE`) that differs from `<out>/config.yaml`, if any."
     p = Path(out) / 'config.yaml'
     if not p.is_file(): return []
-    old, new = (dict(flat_items(to_dict(c))) for c in (load_config(p), cfg))
-    return [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in new.items() if k not in RESUME_FREE and old.get(k) != v]
+    return [f"{k}: {a!r} -> {b!r}" for k, (a, b) in config_diff(load_config(p), cfg, RESUME_FREE).items()]
 
 # %% ../nbs/21_faults.ipynb #0bbb1364
 def check_resume(cfg: Config, out) -> list[str]:

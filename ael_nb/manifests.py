@@ -12,7 +12,8 @@ from fractions import Fraction
 from pathlib import Path, PurePosixPath
 import ael_nb
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, int_list
-from .datasets import DATASETS, SegDataset, get_dataset
+from .datasets import SegDataset
+from .registry import DATASETS, get_dataset
 from .folder import list_id
 
 # %% auto #0

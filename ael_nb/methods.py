@@ -19,5 +19,8 @@ METHODS = dict(supervised=supervised_step, meanteacher=meanteacher_step, cutmix=
 
 def step_function(m: MethodConfig):
     "The step a method trains with: its framework's, or `ael_step` where AEL's components sit on the CutMix framework."
+    if m.framework is None:
+        raise ValueError(f"method {m.name!r} is not resolved: `ael_nb.config.resolved` decides its framework and "
+                         "AEL's components (`setup`, `get_config` and `get_preset` call it)")
     if m.framework == 'cutmix' and (m.name == 'ael' or any(getattr(m, p) for p in AEL_PARTS)): return METHODS['ael']
     return METHODS[m.framework]

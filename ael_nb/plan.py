@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 from .core import DatasetInfo, DataError, rank, world_size, make_generator
 from .config import Config, FRAMEWORKS
-from .datasets import get_dataset
+from .registry import get_dataset
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
 from .cutmix import sample_classes, ClassTable

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.distributed as dist
 from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state, seal, unseal,
                          seed_everything)
-from .config import Config, to_dict, flat_items, from_dict, get_config
+from .config import RUN_KEYS, WEIGHTS_FREE, Config, to_dict, from_dict, get_config, config_diff
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .teacher import make_teacher
@@ -152,10 +152,8 @@ def load_weights(module: nn.Module, sd: dict, path, ck_config: dict, cfg: Config
     "`module.load_state_dict(sd)`; a misfit: one `DataError` naming the differing `model.*` keys, else the misfit."
     try: module.load_state_dict(sd)
     except RuntimeError as e:
-        mine = dict(flat_items(to_dict(cfg))) if cfg is not None else {}
-        differ = [f"{k}={v!r} in the checkpoint, {mine[k]!r} here" for k, v in flat_items(ck_config)
-                  if k.startswith('model.') and k in mine and v != mine[k]
-                  and k.split('.')[1] in ('backbone', 'output_stride', 'deep_stem', 'aux', 'head_channels')]
+        changed = config_diff(ck_config, cfg, WEIGHTS_FREE) if cfg is not None else {}
+        differ = [f"{k}={a!r} in the checkpoint, {b!r} here" for k, (a, b) in changed.items()]
         if differ: raise DataError(path, f"holds another network: {'; '.join(differ)}") from None
         raise DataError(path, f"its weights do not fit this network ({str(e).strip().splitlines()[0][:200]})") from None
 
@@ -165,8 +163,7 @@ def load_checkpoint(S: TrainState, path) -> TrainState:
     ck = read_checkpoint(path)                                   # on the CPU: RNG states must stay there
     if 'optimizer' not in ck:
         raise DataError(path, "holds the models only (as best.pth does): continue a run from its latest.pth")
-    old, new = (dict(flat_items(dict(c, run={}))) for c in (ck['config'], to_dict(S.cfg)))
-    changed = [f"{k}: {old.get(k)!r} -> {v!r}" for k, v in new.items() if old.get(k) != v]
+    changed = [f"{k}: {a!r} -> {b!r}" for k, (a, b) in config_diff(ck['config'], S.cfg, RUN_KEYS).items()]
     if changed and is_main(): warnings.warn(f"resuming {path} with a changed configuration: {'; '.join(changed)}")
     if ck['num_classes'] != S.info.num_classes:
         raise DataError(path, f"checkpoint has {ck['num_classes']} classes, "

@@ -34,7 +34,7 @@ RESULTS = BENCH / 'results'
 # ---------------------------------------------------------------- what is run
 # variants: name -> overrides on top of the dataset setting. 'full' = supervised on every training image.
 FULL = ['method.name=supervised', 'data.manifest=none', 'data.fraction=1']
-from ael_nb.config import ABLATIONS      # every ablation row is defined once, there
+from ael_nb.paper import ABLATIONS      # every ablation row is defined once, there
 def _ael(row: str) -> list[str]: return ['method.name=ael'] + ABLATIONS[row]
 
 GRIDS = {
@@ -57,7 +57,7 @@ GRIDS = {
                                'meanteacher ramp': ['method.name=meanteacher', 'method.alpha_rampup={half}'], 'full': FULL},
                      baseline='supervised', ceiling='full'),
 }
-# Tables 6, 8, 9, 10: the hyper-parameter rows of `ael_nb.config.ABLATIONS`, each on the AEL step; baseline = the paper's value
+# Tables 6, 8, 9, 10: the hyper-parameter rows of `ael_nb.paper.ABLATIONS`, each on the AEL step; baseline = the paper's value
 def _ablation_grid(prefix: str, baseline: str) -> dict:
     return dict(variants={k: _ael(k) for k in ABLATIONS if k.startswith(prefix)}, baseline=baseline, ceiling=None)
 GRIDS.update(table6=_ablation_grid('gamma=', 'gamma=2'), table8=_ablation_grid('r_star=', 'r_star=0.005'),

@@ -8,8 +8,9 @@ import torch
 from PIL import Image
 
 from ael_nb.core import DataError
-from ael_nb.datasets import (ADE20K, CAMVID_INFO, CITYSCAPES_INFO, DATASETS, VOC, CamVid, Cityscapes, ImageFolder,
-                             SegDataset, colorize, get_dataset, make_fixture, read_image, read_label)
+from ael_nb.datasets import (ADE20K, CAMVID_INFO, CITYSCAPES_INFO, VOC, CamVid, Cityscapes, ImageFolder, SegDataset,
+                             colorize, make_fixture, read_image, read_label)
+from ael_nb.registry import DATASETS, get_dataset
 
 CAMVID_ROOT = os.environ.get('AEL_CAMVID_ROOT')
 needs_camvid = pytest.mark.skipif(not (CAMVID_ROOT and Path(CAMVID_ROOT).is_dir()),

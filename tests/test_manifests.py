@@ -406,7 +406,7 @@ def test_shipped_camvid_manifests_verify_and_regenerate():
 
 
 def test_shipped_synthetic_manifests_verify_and_regenerate():
-    from ael_nb.datasets import get_dataset
+    from ael_nb.registry import get_dataset
     ds = get_dataset('synthetic', split='train')
     files = sorted((SHIPPED/'synthetic').glob('*.json'))
     assert files

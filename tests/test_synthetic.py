@@ -2,7 +2,7 @@
 import hashlib, subprocess, sys
 import torch
 from ael_nb.synthetic import SyntheticScenes, synthetic_scene
-from ael_nb.datasets import get_dataset
+from ael_nb.registry import get_dataset
 
 
 def _digest(image, label): return hashlib.sha256(image.numpy().tobytes() + label.numpy().tobytes()).hexdigest()
