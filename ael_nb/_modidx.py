@@ -144,6 +144,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                              'ael_nb.core._SyncOps': ('core.html#_syncops', 'ael_nb/core.py'),
                              'ael_nb.core._SyncOps.__init__': ('core.html#_syncops.__init__', 'ael_nb/core.py'),
                              'ael_nb.core._SyncOps.__torch_dispatch__': ('core.html#_syncops.__torch_dispatch__', 'ael_nb/core.py'),
+                             'ael_nb.core._arg': ('core.html#_arg', 'ael_nb/core.py'),
                              'ael_nb.core._atomic': ('core.html#_atomic', 'ael_nb/core.py'),
                              'ael_nb.core._cpu_model': ('core.html#_cpu_model', 'ael_nb/core.py'),
                              'ael_nb.core._sync_op': ('core.html#_sync_op', 'ael_nb/core.py'),
