@@ -198,6 +198,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.cutmix.ClassTable.sync': ('cutmix.html#classtable.sync', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.ClassTable.to': ('cutmix.html#classtable.to', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.ClassTable.update': ('cutmix.html#classtable.update', 'ael_nb/cutmix.py'),
+                               'ael_nb.cutmix._hook': ('cutmix.html#_hook', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix._max3x3': ('cutmix.html#_max3x3', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.acm_boxes': ('cutmix.html#acm_boxes', 'ael_nb/cutmix.py'),
                                'ael_nb.cutmix.adaptive_cutmix': ('cutmix.html#adaptive_cutmix', 'ael_nb/cutmix.py'),
