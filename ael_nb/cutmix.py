@@ -223,7 +223,7 @@ def to(self: ClassTable, device) -> ClassTable:
     self.table, self.stamp = self.table.to(device), self.stamp.to(device)
     return self
 
-# %% ../nbs/13_cutmix.ipynb #256b4028
+# %% ../nbs/13_cutmix.ipynb #71226e36
 def _max3x3(x: torch.Tensor) -> torch.Tensor:
     "Largest value of each 3x3 neighbourhood of integer maps [B,H,W], zero outside."
     p = F.pad(x, (1, 1))
@@ -236,7 +236,7 @@ def _hook(
     lab: torch.Tensor,  # [N] each pixel's label (a root)
     nb: torch.Tensor,  # [N] the largest label next to it, >= lab
 ) -> torch.Tensor:  # parent, updated in place
-    "parent[l] = the largest `nb` beside label l; under `run.deterministic` by a sort (CUDA has no deterministic 'amax')."
+    "parent[l] = the largest `nb` beside label l; under `run.deterministic` by a sort (CUDA refuses 'amax' there)."
     if not torch.are_deterministic_algorithms_enabled(): return parent.scatter_reduce_(0, lab.long(), nb, 'amax')
     M = parent.numel() - 1                                  # > every label; the scratch entry's index
     key = (lab.long() * M + nb).sort().values               # by label, then by neighbour: each label's largest last
@@ -244,6 +244,7 @@ def _hook(
     last = torch.cat([l[1:] != l[:-1], l.new_ones(1, dtype=torch.bool)])
     return parent.index_put_((torch.where(last, l, M),), v.to(parent.dtype))   # one write per label, the rest: scratch
 
+# %% ../nbs/13_cutmix.ipynb #256b4028
 def component_ids(
     mask: torch.Tensor,  # bool [B,H,W]
 ) -> torch.Tensor:  # long [B,H,W]: 0 off the mask; a component's pixels share an id, 1 + its largest pixel's flat index
