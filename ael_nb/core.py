@@ -367,19 +367,26 @@ def set_deterministic(on: bool,                 # `run.deterministic`
 
 # %% ../nbs/00_core.ipynb #68d3f23a
 _always = lambda args, kwargs: True
-NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); torch 2.14's list, backward ops for "differentiate"
+def _arg(i: int, key: str, default=None):
+    "The argument at position `i` or keyword `key` of a dispatched op."
+    return lambda a, k: a[i] if len(a) > i else k.get(key, default)
+_reduction, _dim = _arg(3, 'reduction', 1), lambda a, k: len(a) > 1 or 'dim' in k
+NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); torch 2.14, backward ops for "differentiate"
     **dict.fromkeys(['avg_pool3d_backward', '_adaptive_avg_pool2d_backward', '_adaptive_avg_pool3d_backward',
                      'adaptive_max_pool2d_backward', 'fractional_max_pool2d_backward', 'fractional_max_pool3d_backward',
                      'max_unpool2d', 'max_unpool3d', 'upsample_linear1d_backward', 'upsample_bilinear2d_backward',
-                     'upsample_bicubic2d_backward', 'upsample_trilinear3d_backward', 'reflection_pad1d_backward',
-                     'reflection_pad2d_backward', 'reflection_pad3d_backward', '_ctc_loss_backward', 'histc',
-                     'grid_sampler_2d_backward', 'grid_sampler_3d_backward', 'put_',
-                     '_embedding_bag_backward'], _always),                   # EmbeddingBag: mode='max' only, listed whole
-    'nll_loss_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,     # NLLLoss: 'none' is fine
-    'nll_loss2d_forward': lambda a, k: (a[3] if len(a) > 3 else k.get('reduction', 1)) != 0,
-    'bincount': lambda a, k: (a[1] if len(a) > 1 else k.get('weights')) is not None,
-    'median': lambda a, k: len(a) > 1 or 'dim' in k,                                             # with indices
-    'scatter_reduce': lambda a, k: (a[4] if len(a) > 4 else k.get('reduce')) == 'prod',
+                     '_upsample_bilinear2d_aa_backward', 'upsample_bicubic2d_backward', '_upsample_bicubic2d_aa_backward',
+                     'upsample_trilinear3d_backward', 'reflection_pad1d_backward', 'reflection_pad2d_backward',
+                     'reflection_pad3d_backward', '_ctc_loss_backward', 'histc', 'grid_sampler_2d_backward',
+                     'grid_sampler_3d_backward', 'put_', 'put', 'kthvalue', 'index_reduce',
+                     '_embedding_bag_backward', '_embedding_bag_dense_backward'], _always),   # EmbeddingBag: 'max' only
+    'nll_loss_forward': lambda a, k: _reduction(a, k) != 0,                                      # NLLLoss: 'none' is fine
+    'nll_loss2d_forward': lambda a, k: _reduction(a, k) != 0,
+    'bincount': lambda a, k: _arg(1, 'weights')(a, k) is not None,
+    'median': _dim, 'nanmedian': _dim,                                                           # with indices
+    'scatter_reduce': lambda a, k: _arg(4, 'reduce')(a, k) in ('prod', 'amax', 'amin'),        # sum, mean: index_put
+    'scatter': lambda a, k: k.get('reduce') is not None and not (k['reduce'] == 'add' and torch.is_tensor(a[3])),
+    'resize_': lambda a, k: a[0].is_quantized,
 }
 
 class _OpRecorder(TorchDispatchMode):

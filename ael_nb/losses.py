@@ -37,7 +37,7 @@ def ohem_mask(
     p = logits.detach().float().softmax(1).gather(1, torch.where(valid, target, 0)[:, None])[:, 0]
     threshold = torch.tensor(thresh, device=p.device)
     if min_kept > 0:   # ignored pixels at +inf: fewer labeled pixels than min_kept give q = inf, and all are kept
-        q = torch.where(valid, p, torch.inf).flatten().kthvalue(min_kept).values
+        q = torch.where(valid, p, torch.inf).flatten().topk(min_kept, largest=False, sorted=False).values.max()
         threshold = torch.maximum(threshold, q)
     return valid & (p <= threshold)
 

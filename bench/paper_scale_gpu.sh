@@ -3,11 +3,14 @@
 #   bash bench/paper_scale_gpu.sh $OUT a   reproducible GPU runs (issue 30): SIGTERM / SIGUSR1 / SIGKILL to ael-train and to
 #                                          torchrun under run.deterministic=true -> --resume bit-identical to an uninterrupted
 #                                          run (signals); two uninterrupted runs without it (spread); the switch's cost, AEL
-#                                          with and without it at paper and small scale (detcost)
+#                                          with and without it at paper and small scale (detcost): the cityscapes preset
+#                                          under the switch, whose step tests/test_deterministic.py holds to no op that
+#                                          CUDA refuses under it (OHEM's threshold, the region search's hook)
 #   bash bench/paper_scale_gpu.sh $OUT b   the default run's time (default); speed and memory: step vs floor at paper and small scale with the data share
 #                                          (floor); fp32 / bf16 / activation checkpointing at 769x769, img/s and peak memory
 #                                          (scale); the speed switches (switches); built-in data through ael-launch (launch)
-#   --cpu after the stage: a dry run of the same parts on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops).
+#   --cpu after the stage: a dry run of the same parts on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops);
+#   stage a's detcost runs the cityscapes preset under run.deterministic=true there too.
 # Each command leaves two files in OUT (the device tool brings back at most 8): paper_scale_<stage>.tgz (paper_scale.json
 # and .md, floor_*.{json,md}, the logs, the machine's description) and paper_scale_<stage>.md. Back here, unpack both
 # tarballs into two folders and fold them into bench/results (bench/README.md):

@@ -15,12 +15,13 @@ GOLDEN = json.loads(ag.GOLDEN.read_text())
 AUTHORS_REPO = os.environ.get('AEL_AUTHORS_REPO')
 
 def test_golden_file_covers_every_case():
+    "The figures name the authors' commit and its date, and the day they were made; the kit's numbers are compared below."
     assert GOLDEN['authors_commit'].startswith('747c797'), GOLDEN['authors_commit']
+    assert GOLDEN['authors_commit_date'] == '2021-10-12T12:39:15+08:00' and GOLDEN['made_on'], GOLDEN.get('made_on')
     assert list(GOLDEN['cases']) == [name for name, *_ in ag.CASES]
     for name, fn, inputs, tol, _ in ag.CASES:
         c = GOLDEN['cases'][name]
         assert (c['function'], c['inputs'], c['tolerance']) == (fn, inputs, tol), name
-        assert c['kit_matches'], f'{name}: the kit did not match when the figures were made'
 
 @pytest.mark.parametrize('name', [name for name, *_ in ag.CASES])
 def test_kit_matches_authors(name):

@@ -9,6 +9,9 @@ labels every image with a fixed map drawn here, and the bank is set so that ACM 
 import copy, itertools, math, tempfile
 from functools import lru_cache
 from types import SimpleNamespace
+import os
+from pathlib import Path
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -267,3 +270,48 @@ def test_ema_update_follows_the_configured_decay(decay):
     def worst(d): return max((t1[k] - (d * t0[k] + (1 - d) * s1[k])).abs().max().item() for k in t0)
     assert worst(d) < 1e-6, worst(d)
     assert worst(0.98 if d != 0.98 else 0.99) > 1e-4                 # another decay is told apart
+
+
+# ---------------------------------------------------------------- Eq. 7 inside the step; Copy-Paste's draw per source
+AUTHORS_REPO = os.environ.get('AEL_AUTHORS_REPO')
+
+def authors_eq7(conf: torch.Tensor) -> torch.Tensor:
+    """ACM's class probabilities from `conf` as the authors compute them (`semseg/utils/utils.py` `sample_from_bank`:
+    `conf = (1 - conf).numpy(); conf = np.exp(conf) / np.sum(np.exp(conf))`); with `AEL_AUTHORS_REPO` set, by running it."""
+    if not AUTHORS_REPO: return np.exp(1 - conf.numpy()) / np.sum(np.exp(1 - conf.numpy()))
+    import importlib.util, random
+    spec = importlib.util.spec_from_file_location('authors_golden', Path(__file__).parents[1] / 'tools' / 'authors_golden.py')
+    ag = importlib.util.module_from_spec(spec); spec.loader.exec_module(ag)
+    A, seen = ag.load_authors(AUTHORS_REPO), []
+    A.utils.np = ag._np_shim(SimpleNamespace(choice=lambda a, p=None: seen.append(np.asarray(p)) or 0))
+    A.utils.random = random.Random(0)
+    try: A.utils.sample_from_bank(torch.ones(len(conf), 4), conf)
+    finally: A.utils.np, A.utils.random = np, random
+    return seen[0]
+
+def test_step_acm_probabilities_are_the_authors_eq7():
+    "The probabilities the step drew ACM's classes with (its trace's `r_cm`) are Eq. 7 of the bank it started from."
+    rec = one_step()
+    assert rec.m.temperature == 1 and not rec.m.acm_exclude                # as in the authors' code
+    theirs = torch.as_tensor(authors_eq7(rec.bank0.float()), dtype=torch.float64)
+    torch.testing.assert_close(rec.trace['r_cm'].double(), theirs, rtol=0, atol=1e-6)
+    drawn = rec.trace['acm_class']
+    torch.testing.assert_close(rec.trace['acm_prob'].double(), theirs[drawn], rtol=0, atol=1e-6)
+
+@pytest.mark.parametrize('choice', ['present', 'batch'])
+def test_copy_paste_draws_per_source_or_per_batch(choice):
+    "Six sources holding the same four classes, K=1: 'present' draws for each image, 'batch' (authors') once."
+    from ael_nb.copy_paste import adaptive_copy_paste
+    B, prob = 6, torch.tensor([0.25, 0.25, 0.25, 0.25, 0.0])
+    labels = torch.arange(4).repeat_interleave(4).view(1, 4, 4).expand(B, -1, -1).clone()  # classes 0..3, each row
+    images = torch.zeros(B, 3, 4, 4)
+    rows = []
+    for seed in range(12):
+        info = adaptive_copy_paste(images, labels, prob, k=1, p=1.0, scale=(1, 1), flip=False,
+                                   generator=torch.Generator().manual_seed(seed), return_info=True, choice=choice)[2]
+        assert (info['classes'].sum(1) == 1).all()                         # one class from each source
+        rows.append(info['classes'].float().argmax(1))
+    differ = [bool((r != r[0]).any()) for r in rows]
+    assert (any(differ) if choice == 'present' else not any(differ)), (choice, rows)
+    counts = torch.bincount(torch.cat(rows), minlength=4)                 # every class drawn, none of probability 0
+    assert (counts[:4] > 0).all() and len(counts) == 4, counts

@@ -66,3 +66,38 @@ def test_gpu_matches_cpu():
     b = weak_augment({k: v.cuda() if torch.is_tensor(v) else v for k, v in s.items()}, 48, generator=g())
     torch.testing.assert_close(a['image'], b['image'].cpu(), atol=1e-5, rtol=0)
     assert torch.equal(a['label'], b['label'].cpu())
+
+
+# The region search against scikit-image's 8-connected labelling (`connectivity=2`, the authors' `measure.label`) on
+# crafted 20 x 20 maps, min_area 0.02 = 8 pixels, a component eligible when its area is strictly larger (authors'
+# `np.sum(pred == value) > area_thresh * area_all`).
+def _crafted() -> torch.Tensor:
+    m = torch.zeros(3, 20, 20, dtype=torch.bool)
+    m[0, 1:3, 1:5] = True                                        # 8 pixels: at the threshold, not eligible
+    for i in range(9): m[0, 5 + i, 10 + i] = True                # a diagonal line of 9: one component only 8-connected
+    m[1, 1:4, 1:4] = m[1, 4:7, 4:7] = True                       # two 3x3 blocks touching at a corner: 18, or 9 + 9
+    m[1, 12:15, 12] = True; m[1, 14, 13:19] = True               # a 4-connected L of 9
+    m[2, 2:4, 2:6] = True; m[2, 10, 10] = True                   # 8 and 1: nothing eligible
+    return m
+
+def _skimage_boxes(mask, min_pixels) -> set:
+    from skimage.measure import label, regionprops
+    return {tuple(r.bbox) for r in regionprops(label(mask.numpy(), connectivity=2)) if r.area > min_pixels}
+
+def test_region_search_is_skimages_8_connected():
+    "Every box the search picks is an eligible scikit-image component's, and every such component gets picked."
+    from ael_nb.cutmix import component_ids, region_boxes
+    m = _crafted()
+    want = [_skimage_boxes(m[i], 8) for i in range(len(m))]
+    assert [len(w) for w in want] == [1, 2, 0]                   # the line; the corner-touching pair and the L
+    seen = [set() for _ in m]
+    for seed in range(16):
+        boxes, found = region_boxes(m, torch.Generator().manual_seed(seed), min_area=0.02, stride=1)
+        for i in range(len(m)):
+            assert bool(found[i]) == bool(want[i]), (i, seed)
+            if found[i]: seen[i].add(tuple(boxes[i].tolist()))
+    assert seen == want
+    from skimage.measure import label
+    for i in range(len(m)):                                      # the partition itself, pixel for pixel
+        a, b = component_ids(m[i:i + 1])[0].numpy().ravel(), label(m[i].numpy(), connectivity=2).ravel()
+        assert len(set(zip(a, b))) == len(set(a)) == len(set(b)), i

@@ -1,47 +1,50 @@
-"""Host synchronisations of one training step (`ael_nb.core.count_syncs`), held to a fixed number per method.
-Each one stalls a GPU until its queue drains; the step proper is counted (its batches are rendered beforehand,
-as a GPU run's loader workers do), on a step that writes no log line. A failure prints where each sync came from."""
+"""Host synchronisations of one training step (`ael_nb.core.count_syncs`), held to an exact number per method and
+preset. Each one stalls a GPU until its queue drains; the step proper is counted (its batches are rendered beforehand,
+as a GPU run's loader workers do; ACM's sources load in their thread), on a step that writes no log line. A failure
+prints where each sync came from."""
 import pytest
 import torch
-from ael_nb.config import get_config
 from ael_nb.core import count_syncs
-from ael_nb.plan import TINY
 from ael_nb.train import setup
+from tiny_presets import tiny_config
 
-# What remains, per method, and why each cannot go (a failure prints each site):
-# - every method, 1: the trainer reads whether the step's loss is finite (`Run._finite`), because a non-finite loss
-#   must stop the run or skip the update before the optimiser touches the weights (`21_faults`).
-# - AEL (ACM on), 3 more: `AcmSources.submit` copies the next step's image indices and seeds to the host (one copy),
-#   which loads those images; `component_ids` iterates until its labels stop changing
-#   (`torch.equal`, one read per iteration, 1 here); Copy-Paste reads how many images get a paste, which decides how
-#   many random numbers the jitter draws and so every later draw (`12_copy_paste`).
-# - FixMatch 1 more, UniMatch 2 more: `strong_view` reads its uniforms to choose each image's photometric ops
+# What remains, and why each cannot go (a failure prints each site):
+# - every method, 1 `_local_scalar_dense`: the trainer reads whether the step's loss is finite (`Run._finite`),
+#   because a non-finite loss must stop the run or skip the update before the optimiser touches the weights.
+# - AEL, 1 `cpu (to host)`: `AcmSources.submit` copies the next step's image indices and seeds to the host (one copy),
+#   which loads those images; 1 `_local_scalar_dense`: Copy-Paste reads how many images get a paste, which decides how
+#   many random numbers the jitter draws and so every later draw: drawing for every image would change every run's
+#   numbers (`tests/test_digests.py`). ACM's region search reads nothing: `component_ids` runs a fixed number of rounds.
+# - Mean Teacher, 1 `index (bool mask)` and its backward's `index_put`: its consistency loss averages over the valid
+#   pixels by a boolean index (`18_steps`), kept as it is: a masked sum would add in another order.
+# - FixMatch 1 `tolist`, UniMatch 2: `strong_view` reads its uniforms to choose each image's photometric ops
 #   (torchvision's functional ops take Python numbers), once per strong view.
-LIMITS = {'ael': 4, 'cutmix': 1, 'fixmatch': 2, 'unimatch': 3}
-OVERRIDES = {'ael': ['method.name=ael'], 'cutmix': ['method.name=cutmix'],
-             'fixmatch': ['method.name=fixmatch'], 'unimatch': ['method.name=unimatch']}
+FINITE, ACM, PASTE = {'_local_scalar_dense': 1}, {'cpu (to host)': 1}, {'_local_scalar_dense': 1}
+AEL = {'_local_scalar_dense': 2, 'cpu (to host)': 1}
+STRONG = lambda views: {'_local_scalar_dense': 1, 'tolist (to host)': views}
+EXPECTED = {('cpu', 'supervised'): FINITE, ('cpu', 'meanteacher'): {**FINITE, 'index (bool mask)': 1, 'index_put (bool mask)': 1}, ('cpu', 'cutmix'): FINITE,
+            ('cpu', 'ael'): AEL, ('cpu', 'fixmatch'): STRONG(1), ('cpu', 'unimatch'): STRONG(2),
+            **{(p, None): AEL for p in ('cityscapes', 'voc', 'ade20k', 'cpu96', 'folder', 'cityscapes-authors',
+                                        'voc-authors')},
+            **{(f'{d}-{m}', None): STRONG(1 if m == 'fixmatch' else 2) for d in ('cityscapes', 'voc')
+               for m in ('fixmatch', 'unimatch')}}
 
-def step_syncs(method: str, out) -> 'SyncCount':
-    "The host synchronisations of the second step of a tiny run of `method` (the first fills ACM's queue)."
-    # cpu96: `component_ids`'s reads are one per iteration, and how many its labels need depends on the teacher's
-    # map; this tiny run of cpu96's network needs 1 (the cpu preset's 64-channel head: 6)
+def step_syncs(preset: str, method: str | None, out) -> 'SyncCount':
+    "The host synchronisations of the second step of a tiny run (the first fills ACM's queue)."
     torch.set_num_threads(1)
-    cfg = get_config('cpu96', overrides=TINY + OVERRIDES[method] + ['optim.iters=3', 'run.log_interval=100',
-                                                                     f'run.out={out}'])
-    with setup(cfg) as run:
+    with setup(tiny_config(preset, method, out)) as run:
         run.step()
-        lb, ub = next(run.loaders.labeled), next(run.loaders.unlabeled)   # rendered outside the count
-        run.loaders.labeled, run.loaders.unlabeled = iter([lb]), iter([ub])
+        run.loaders.labeled = iter([next(run.loaders.labeled)])         # rendered outside the count
+        if run.loaders.unlabeled is not None: run.loaders.unlabeled = iter([next(run.loaders.unlabeled)])
         with count_syncs(depth=3) as n: run.step()
     return n
 
-@pytest.mark.parametrize('method', LIMITS)
-def test_step_syncs(tmp_path, method):
-    n = step_syncs(method, tmp_path)
-    print(f"{method}: {n}")
-    assert n.total <= LIMITS[method], f"{method}: {n}"
+@pytest.mark.parametrize('preset,method', EXPECTED)
+def test_step_syncs(tmp_path, preset, method):
+    n = step_syncs(preset, method, tmp_path)
+    assert dict(n.ops) == EXPECTED[preset, method], f"{preset} {method}: {n}"
 
-if __name__ == '__main__':                                             # the breakdown of every method
+if __name__ == '__main__':                                             # the breakdown of every case
     import tempfile
-    for m in LIMITS:
-        with tempfile.TemporaryDirectory() as d: print(f"{m}: {step_syncs(m, d)}\n")
+    for p, m in EXPECTED:
+        with tempfile.TemporaryDirectory() as d: print(f"{p} {m}: {step_syncs(p, m, d)}\n")
