@@ -24,6 +24,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'ael_nb.cli.find_reference': ('cli.html#find_reference', 'ael_nb/cli.py'),
                             'ael_nb.cli.guarded': ('cli.html#guarded', 'ael_nb/cli.py'),
                             'ael_nb.cli.max_size_of': ('cli.html#max_size_of', 'ael_nb/cli.py'),
+                            'ael_nb.cli.measured_time': ('cli.html#measured_time', 'ael_nb/cli.py'),
                             'ael_nb.cli.next_steps': ('cli.html#next_steps', 'ael_nb/cli.py'),
                             'ael_nb.cli.output_names': ('cli.html#output_names', 'ael_nb/cli.py'),
                             'ael_nb.cli.overlay': ('cli.html#overlay', 'ael_nb/cli.py'),

@@ -16,7 +16,7 @@ from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_p
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict_labels
-from .train import train
+from .train import ESTIMATE_AFTER, train
 from .plan import make_dataset
 from .state import load_model
 from .faults import RunStopped, under_launcher, report_status
@@ -24,10 +24,10 @@ from .runlog import markdown_table, results_table, read_metrics
 
 # %% auto #0
 __all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args', 'resumed_config',
-           'guarded', 'check_device', 'ael_train', 'setting_of', 'find_reference', 'regenerate_command',
-           'vs_supervised', 'next_steps', 'plot_vs_supervised', 'max_size_of', 'eval_parser', 'check_protocol',
-           'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval', 'predict_parser',
-           'predict_inputs', 'ael_predict']
+           'measured_time', 'guarded', 'check_device', 'ael_train', 'setting_of', 'find_reference',
+           'regenerate_command', 'vs_supervised', 'next_steps', 'plot_vs_supervised', 'max_size_of', 'eval_parser',
+           'check_protocol', 'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval',
+           'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -90,6 +90,21 @@ def resumed_config(a: argparse.Namespace, overrides: list[str]) -> Config:
     if a.config: cfg = load_config(a.config, base=cfg)
     return validate(apply_overrides(cfg, overrides))
 
+# %% ../nbs/23_cli.ipynb #6ec3ea45
+def measured_time(cfg,               # the run's `Config`
+                  results=None,      # folder of `<preset>_step_*.json` (default: this checkout's bench/results)
+                 ) -> str|None:
+    "The line a CPU run of a timed preset prints before it starts; None without a measurement of its setting."
+    import ael_nb
+    if resolve_device(cfg.run.device).type != 'cpu': return None
+    files = sorted(Path(results or Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results').glob(f'{cfg.preset}_step_*.json'))
+    r = json.loads(files[0].read_text()) if files else None
+    if r is None or (r['crop'], r['batch']) != (list(cfg.data.crop_size), cfg.data.batch_size): return None
+    steps = cfg.run.stop_at or cfg.optim.iters; h = r['cpu_s_median'] * steps / 3600
+    return (f"the {cfg.preset} preset's step took {r['cpu_s_median']:.0f} CPU s on {r['cpu']} ({r['capability']}, one thread; "
+            f"{files[0].name}): its {steps} steps are about {h:.0f} h on one such core, {h / 2:.0f} h on two; this machine's "
+            f"own estimate follows after {ESTIMATE_AFTER} steps")
+
 # %% ../nbs/23_cli.ipynb #8e863cd0
 def _fail(prog, e):
     print(f"{prog}: error: {e}", file=sys.stderr); return 2
@@ -139,6 +154,7 @@ def _train(a):
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
     check_device(cfg.run.device, 'run.device')
     main = is_main() and os.environ.get('RANK', '0') == '0'   # decided now: train() ends the process group, then every rank is "rank 0"
+    if main and cfg.run.progress and not cfg.run.resume and (line := measured_time(cfg)): print(line)
     s = train(cfg)
     if not main: return 0
     if 'table' in s:

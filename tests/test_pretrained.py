@@ -18,14 +18,15 @@ def digest(sd: dict) -> str:
 
 @pytest.fixture
 def served(tmp_path, monkeypatch):
-    "A local HTTP server of tmp_path/www and an empty TORCH_HOME; yields a function that points the kit's ImageNet URL at a file there."
+    "A local HTTP server of tmp_path/www and an empty TORCH_HOME; yields a function pointing the ImageNet URL at a file there."
     (tmp_path / 'www').mkdir()
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / 'www'))
     handler.log_message = lambda *a: None
     srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     monkeypatch.setenv('TORCH_HOME', str(tmp_path / 'home'))
-    def point_at(name): monkeypatch.setattr(model_mod, 'imagenet_url', lambda backbone: f'http://127.0.0.1:{srv.server_port}/{name}')
+    def point_at(name):
+        monkeypatch.setattr(model_mod, 'imagenet_url', lambda backbone: f'http://127.0.0.1:{srv.server_port}/{name}')
     yield point_at
     srv.shutdown(); srv.server_close()
 
@@ -55,14 +56,14 @@ def test_auto_refuses_a_file_whose_hash_disagrees(tmp_path, served, capsys):
 def test_auto_offline_says_so_in_one_line(tmp_path, monkeypatch, capsys):
     "Nothing listens on the port: the fallback is one line naming the missing file and the command that fetches it."
     import socket
-    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]   # a free port, closed again
+    with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]   # a free port, closed
     monkeypatch.setenv('TORCH_HOME', str(tmp_path / 'home'))
     monkeypatch.setattr(model_mod, 'imagenet_url', lambda backbone: f'http://127.0.0.1:{port}/resnet18-f37072fd.pth')
     build_model(3, 'resnet18', pretrained='auto')
     out = capsys.readouterr().out
     cached = tmp_path / 'home' / 'hub' / 'checkpoints' / 'resnet18-f37072fd.pth'
-    assert out == (f"model.pretrained=auto: the resnet18 backbone trains from scratch: {cached} is missing and 127.0.0.1 is out of "
-                   f"reach; to start from ImageNet, fetch the weights once with: {fetch_command('resnet18')}\n")
+    assert out == (f"model.pretrained=auto: the resnet18 backbone trains from scratch: {cached} is missing and 127.0.0.1 is "
+                   f"out of reach; to start from ImageNet, fetch the weights once with: {fetch_command('resnet18')}\n")
     assert fetch_command('resnet18') == "python -c \"import torchvision; torchvision.models.resnet18(weights='IMAGENET1K_V1')\""
 
 
@@ -71,7 +72,8 @@ def test_fetch_command_names_real_weights():
     import torchvision
     for backbone in model_mod.IMAGENET_WEIGHTS:
         assert callable(getattr(torchvision.models, backbone))
-        assert torchvision.models.get_weight(f"{model_mod.IMAGENET_WEIGHTS[backbone]}.IMAGENET1K_V1").url == model_mod.imagenet_url(backbone)
+        weights = torchvision.models.get_weight(f"{model_mod.IMAGENET_WEIGHTS[backbone]}.IMAGENET1K_V1")
+        assert weights.url == model_mod.imagenet_url(backbone)
 
 
 def test_probe_gives_up_within_its_timeout():
