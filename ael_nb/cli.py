@@ -355,8 +355,8 @@ def _eval(a):
     t0, cap = time.time(), max_size_of(a, cfg)
     cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True, on_prediction=save, max_size=cap)
     s = cm.summary(ds.info)
-    print(f"{a.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation{f' (longest side at most {cap})' * bool(cap)} on {ds.info.name} {a.split or cfg.data.val_split} "
-          f"({n} images, {int(cm.mat.sum())} pixels, {time.time() - t0:.0f} s)\n")
+    print(f"{a.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation on {ds.info.name} {a.split or cfg.data.val_split} "
+          f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)\n")
     print(markdown_table(results_table({which: cm}, ds.info)))
     print(f"mIoU {100 * s['miou']:.1f}  head {100 * s['head_miou']:.1f}  tail {100 * s['tail_miou']:.1f}  pixel acc {100 * s['pixel_acc']:.1f}")
     if a.save_dir: print(f"{len(names)} prediction maps written to {a.save_dir}")

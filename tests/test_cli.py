@@ -216,6 +216,6 @@ def test_predict_and_eval_cap_the_size(trained, tmp_path):
     for cap in (16, 0):
         r = run('ael-eval', trained[0] / 'latest.pth', '--max-size', cap, '--max-images', 2)
         assert r.returncode == 0, r.stderr
-        assert ('whole evaluation (longest side at most 16)' in r.stdout) == (cap == 16), r.stdout
+        assert 'whole evaluation on' in r.stdout and ('pixels, longest side at most 16, ' in r.stdout) == (cap == 16), r.stdout
         pixels[cap] = r.stdout.split(' pixels,')[0].rsplit(' ', 1)[1]
     assert pixels[16] == pixels[0], pixels
