@@ -15,18 +15,19 @@ from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_p
                            valid_keys, to_dict, read_yaml, flat_settings)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
-from .evaluate import PROTOCOLS, evaluate, predict
-from .train import train
+from .evaluate import PROTOCOLS, evaluate, predict_labels
+from .train import ESTIMATE_AFTER, train
 from .plan import make_dataset
 from .state import load_model
 from .faults import RunStopped, under_launcher, report_status
 from .runlog import markdown_table, results_table, read_metrics
 
 # %% auto #0
-__all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'guarded',
-           'check_device', 'ael_train', 'setting_of', 'find_reference', 'regenerate_command', 'vs_supervised',
-           'next_steps', 'plot_vs_supervised', 'eval_parser', 'check_protocol', 'check_classes', 'output_names',
-           'overlay', 'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
+__all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args', 'resumed_config',
+           'measured_time', 'guarded', 'check_device', 'ael_train', 'setting_of', 'find_reference',
+           'regenerate_command', 'vs_supervised', 'next_steps', 'plot_vs_supervised', 'max_size_of', 'eval_parser',
+           'check_protocol', 'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval',
+           'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -89,6 +90,21 @@ def resumed_config(a: argparse.Namespace, overrides: list[str]) -> Config:
     if a.config: cfg = load_config(a.config, base=cfg)
     return validate(apply_overrides(cfg, overrides))
 
+# %% ../nbs/23_cli.ipynb #6ec3ea45
+def measured_time(cfg,               # the run's `Config`
+                  results=None,      # folder of `<preset>_step_*.json` (default: this checkout's bench/results)
+                 ) -> str|None:
+    "The line a CPU run of a timed preset prints before it starts; None without a measurement of its setting."
+    import ael_nb
+    if resolve_device(cfg.run.device).type != 'cpu': return None
+    files = sorted(Path(results or Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results').glob(f'{cfg.preset}_step_*.json'))
+    r = json.loads(files[0].read_text()) if files else None
+    if r is None or (r['crop'], r['batch']) != (list(cfg.data.crop_size), cfg.data.batch_size): return None
+    steps = cfg.run.stop_at or cfg.optim.iters; h = r['cpu_s_median'] * steps / 3600
+    return (f"the {cfg.preset} preset's step took {r['cpu_s_median']:.0f} CPU s on {r['cpu']} ({r['capability']}, one thread; "
+            f"{files[0].name}): its {steps} steps are about {h:.0f} h on one such core, {h / 2:.0f} h on two; this machine's "
+            f"own estimate follows after {ESTIMATE_AFTER} steps")
+
 # %% ../nbs/23_cli.ipynb #8e863cd0
 def _fail(prog, e):
     print(f"{prog}: error: {e}", file=sys.stderr); return 2
@@ -138,6 +154,7 @@ def _train(a):
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
     check_device(cfg.run.device, 'run.device')
     main = is_main() and os.environ.get('RANK', '0') == '0'   # decided now: train() ends the process group, then every rank is "rank 0"
+    if main and cfg.run.progress and not cfg.run.resume and (line := measured_time(cfg)): print(line)
     s = train(cfg)
     if not main: return 0
     if 'table' in s:
@@ -250,6 +267,11 @@ def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervis
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 positive = arg_type(at_least(1))   # argparse type: an integer >= 1
+MAX_SIZE_HELP = "longest image side predicted; larger images are scaled down and their masks resized back (default: the run's eval.max_size; 0: full size)"
+
+def max_size_of(a: argparse.Namespace, cfg) -> int|None:
+    "`--max-size`, else the run's `eval.max_size`; 0 is the full size (None)."
+    return cfg.eval.max_size if a.max_size is None else (a.max_size or None)
 
 def eval_parser() -> argparse.ArgumentParser:
     p = Parser(prog='ael-eval', description="Evaluate a checkpoint (per-class IoU, mIoU, head/tail mIoU).")
@@ -263,6 +285,7 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument('--data-root', help="dataset root (default: the run's)")
     p.add_argument('--split', help="split (default: the run's validation split)")
     p.add_argument('--max-images', type=positive, help='evaluate the first n images only')
+    p.add_argument('--max-size', type=arg_type(at_least(0)), metavar='N', help=MAX_SIZE_HELP)
     p.add_argument('--save-dir', help='write coloured prediction maps <id>.png here')
     p.add_argument('--json', help='write the summary (per-class IoU) to this JSON file')
     p.add_argument('--device', default='auto', help="'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
@@ -328,11 +351,11 @@ def _eval(a):
         names = output_names(a.save_dir, {i: f"{i.replace('/', '_')}.png" for i in ds.ids[:n]})
         ds.subset(ds.ids[:n]).check()
         save = lambda k, pred: save_prediction(pred, ds.info.palette, Path(a.save_dir) / names[ds.ids[k]])
-    t0 = time.time()
-    cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True, on_prediction=save)
+    t0, cap = time.time(), max_size_of(a, cfg)
+    cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True, on_prediction=save, max_size=cap)
     s = cm.summary(ds.info)
     print(f"{a.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation on {ds.info.name} {a.split or cfg.data.val_split} "
-          f"({n} images, {int(cm.mat.sum())} pixels, {time.time() - t0:.0f} s)\n")
+          f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)\n")
     print(markdown_table(results_table({which: cm}, ds.info)))
     print(f"mIoU {100 * s['miou']:.1f}  head {100 * s['head_miou']:.1f}  tail {100 * s['tail_miou']:.1f}  pixel acc {100 * s['pixel_acc']:.1f}")
     if a.save_dir: print(f"{len(names)} prediction maps written to {a.save_dir}")
@@ -349,6 +372,7 @@ def predict_parser() -> argparse.ArgumentParser:
     p.add_argument('--protocol', default='whole', choices=['whole', 'sliding'], help='whole (default) or sliding windows')
     p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help="sliding window (default: the run's)")
     p.add_argument('--stride', type=positive, nargs=2, metavar=('H', 'W'), help="sliding stride (default: the run's)")
+    p.add_argument('--max-size', type=arg_type(at_least(0)), metavar='N', help=MAX_SIZE_HELP)
     p.add_argument('--overlay', action='store_true', help='also write image and mask blended, <out>/overlays/<name>.png')
     p.add_argument('--device', default='auto', help="'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
@@ -388,7 +412,7 @@ def _predict(a):
     with torch.no_grad():
         for f, dst in todo.items():
             img = read_image(f)
-            pred = predict(model, normalize(img)[None].to(device), a.protocol, window, stride).argmax(1)[0]
+            pred = predict_labels(model, normalize(img)[None].to(device), a.protocol, window, stride, max_size=max_size_of(a, cfg))[0]
             mask = colorize(pred, info.palette)
             Image.fromarray(mask).save(dst); written += 1
             if a.overlay: Image.fromarray(overlay(img, mask)).save(Path(a.out) / 'overlays' / dst.name)

@@ -54,7 +54,7 @@ class ModelConfig:
     deep_stem: bool = True                  # three 3x3 stem convolutions (the authors' 'resnet101c')
     aux: bool = True                        # auxiliary head on layer3 (authors' code)
     aux_weight: float = 0.4                 # weight of the auxiliary loss
-    pretrained: str|None = None             # 'imagenet' (torchvision's), a backbone checkpoint path, or none (from scratch)
+    pretrained: str|None = None             # 'imagenet' (torchvision's), 'auto' (ImageNet if at hand, else from scratch), a checkpoint path, or none
     dropout: float = 0.1                    # dropout before the classifier
     head_channels: int = 256                # channels of the ASPP and the decoder (DeepLabv3+ and the paper: 256)
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
@@ -159,6 +159,7 @@ class EvalConfig:
     models: tuple[str, ...] = ('teacher', 'student')  # which models to evaluate
     select: Literal['teacher', 'student'] = 'teacher'  # whose mIoU picks best.pth
     max_images: int|None = None             # evaluate the first n validation images only
+    max_size: int|None = None               # longest side predicted: larger images scaled down, labels resized back (None: full size)
     num_workers: int = 2
 
 @dataclass
@@ -375,6 +376,8 @@ def folder() -> Config:
     c.optim.iters = 2000
     c.method.tau = 1 - 1 / 111              # the paper's time constant (1000 of 18k steps) as the same fraction of 2000 steps
     c.method.alpha_rampup = 1000            # half the run, as `cpu`: from scratch the teacher learns rare classes first
+    c.model.pretrained = 'auto'             # torchvision's ImageNet ResNet-18 when at hand (`ael_nb.model.load_pretrained`)
+    c.eval.max_size = 1024                  # photos of any size: the forward pass at most 1024 on its longest side (15_evaluate)
     c.eval.interval, c.run.out, c.run.trace_interval = 500, 'runs/folder', 100
     return c
 
@@ -425,7 +428,7 @@ RANGES = {
     'eval.window': _each(_int(1)), 'eval.stride': _each(_int(1)), 'eval.crop': _each(_int(1)), 'eval.interval': _int(0),
     'eval.models': ((lambda v: isinstance(v, (tuple, list)) and 0 < len(v) == len(set(v)) and set(v) <= {'teacher', 'student'}),
                     "'teacher', 'student' or both (at least one, no repeats)"),
-    'eval.max_images': _opt(_int(1)), 'eval.num_workers': _int(0),
+    'eval.max_images': _opt(_int(1)), 'eval.max_size': _opt(_int(1)), 'eval.num_workers': _int(0),
     'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)), 'run.log_interval': _int(1),
     'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
     'run.checkpoint_interval': _int(0), 'run.checkpoint_minutes': _num(0), 'run.max_skipped': _int(0),

@@ -14,7 +14,8 @@ from .transforms import eval_transform
 from .model import unwrap
 
 # %% auto #0
-__all__ = ['PROTOCOLS', 'predict_whole', 'window_starts', 'predict_sliding', 'center_crop', 'predict', 'eval_sample', 'evaluate']
+__all__ = ['PROTOCOLS', 'predict_whole', 'window_starts', 'predict_sliding', 'center_crop', 'predict', 'fit_size',
+           'upsample_labels', 'predict_labels', 'eval_sample', 'evaluate']
 
 # %% ../nbs/15_evaluate.ipynb #ab058448
 def _autocast(x: torch.Tensor, amp: str):
@@ -80,6 +81,43 @@ def predict(model, x: torch.Tensor,     # images [B,3,H,W], normalised (already 
     if protocol == 'sliding': return predict_sliding(model, x, window, stride, amp)
     return predict_whole(model, x, amp)
 
+# %% ../nbs/15_evaluate.ipynb #fdec48f7
+def fit_size(size,                # (H, W) of an image
+             max_size: int|None,  # longest side allowed (None: any)
+            ) -> tuple[int, int]:
+    "`size` scaled down, aspect kept, so that its longest side is at most `max_size`; `size` itself when it fits."
+    H, W = size
+    if max_size is None or max(H, W) <= max_size: return H, W
+    s = max_size / max(H, W)
+    return max(1, round(H * s)), max(1, round(W * s))
+
+# %% ../nbs/15_evaluate.ipynb #7292a0ab
+def upsample_labels(scores: torch.Tensor,  # class scores [B,C,h,w]
+                    size,                  # (H, W) of the labels
+                    rows: int = 256,       # output rows resized at a time
+                   ) -> torch.Tensor:
+    "Labels [B,H,W]: argmax of `scores` resized bilinearly to `size`, `rows` rows at a time; plain argmax at their own size."
+    (B, C, h, w), (H, W) = scores.shape, tuple(size)
+    if (h, w) == (H, W): return scores.argmax(1)
+    gx = (torch.arange(W, device=scores.device) + .5) * 2 / W - 1      # pixel centres in grid_sample's [-1, 1]
+    out = torch.empty(B, H, W, dtype=torch.long, device=scores.device)
+    for y0 in range(0, H, rows):
+        gy = (torch.arange(y0, min(y0 + rows, H), device=scores.device) + .5) * 2 / H - 1
+        grid = torch.stack(torch.meshgrid(gx, gy, indexing='xy'), -1).to(scores.dtype).expand(B, -1, -1, -1)
+        out[:, y0:y0 + rows] = F.grid_sample(scores, grid, 'bilinear', 'border', align_corners=False).argmax(1)
+    return out
+
+# %% ../nbs/15_evaluate.ipynb #adee7836
+def predict_labels(model, x: torch.Tensor,     # images [B,3,H,W], normalised
+                   protocol: str = 'whole', window=(769, 769), stride=(513, 513), amp: str = 'none',  # as `predict`
+                   max_size: int|None = None,  # longest side of the forward pass (None: the image's own size)
+                  ) -> torch.Tensor:
+    "Labels [B,H,W] of `predict`: the image scaled down to `max_size` for the forward pass, its scores resized back."
+    size = tuple(x.shape[-2:])
+    small = fit_size(size, max_size)
+    if small != size: x = F.interpolate(x, small, mode='bilinear', antialias=True, align_corners=False)
+    return upsample_labels(predict(model, x, protocol, window, stride, amp), size)
+
 # %% ../nbs/15_evaluate.ipynb #9d542037
 def _first(batch): return batch[0]
 
@@ -102,6 +140,7 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
              amp: str = 'none',         # autocast dtype
              progress: bool = False,    # tqdm bar
              on_prediction=None,        # called as on_prediction(dataset_index, predicted labels [H,W]) for every image
+             max_size: int|None = None, # longest side of the forward pass (`predict_labels`; None: each image's own size)
             ) -> ConfusionMatrix:
     "Confusion matrix of `model` on `dataset`, each rank predicting a shard, summed over ranks."
     if protocol not in PROTOCOLS: raise ValueError(f"unknown protocol {protocol!r}; choose one of {PROTOCOLS}")
@@ -117,7 +156,7 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
     for i, sample in zip(shard.indices, dl):
         x, y = eval_sample(sample, protocol, crop)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        pred = predict(net, x, protocol, window, stride, amp).argmax(1)
+        pred = predict_labels(net, x, protocol, window, stride, amp, max_size)
         cm.update(pred, y)
         if on_prediction is not None: on_prediction(i, pred[0])
     net.train(was_training)

@@ -5,10 +5,11 @@ an optional auxiliary FCN head, ImageNet weights (torchvision's, or the authors'
 
 # %% ../nbs/05_model.ipynb #bf50ba3d
 from __future__ import annotations
-import re, warnings
+import re, socket, threading, warnings
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 import torch
 from torch import nn
 import torch.nn.functional as F
@@ -18,12 +19,13 @@ from fastcore.basics import patch
 from torchvision.models import resnet
 from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.models.segmentation.fcn import FCNHead
-from .core import DataError, unseal
+from .core import DataError, is_main, unseal
 
 # %% auto #0
 __all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'resnet_backbone', 'conv_bn_relu', 'ASPP',
            'interp_matrix', 'resize_bilinear', 'DeepLabV3Plus', 'build_model', 'read_state_dict', 'unwrap',
-           'load_backbone', 'imagenet_url', 'imagenet_checkpoint', 'load_pretrained', 'param_groups']
+           'load_backbone', 'imagenet_url', 'imagenet_checkpoint', 'reachable', 'fetch_command', 'auto_imagenet',
+           'load_pretrained', 'param_groups']
 
 # %% ../nbs/05_model.ipynb #1a78d2ac
 RESNETS = dict(resnet18=resnet.resnet18, resnet34=resnet.resnet34,
@@ -252,6 +254,13 @@ def imagenet_url(backbone: str) -> str:
     if backbone not in IMAGENET_WEIGHTS: raise ValueError(f"backbone {backbone!r}: expected one of {list(IMAGENET_WEIGHTS)}")
     return getattr(torchvision.models, IMAGENET_WEIGHTS[backbone]).IMAGENET1K_V1.url
 
+def _download(url: str, path: Path) -> str | None:
+    "Download `url` to `path`, SHA-256-prefix checked by torch.hub against the name: None when done, else why not."
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.hub.download_url_to_file(url, str(path), hash_prefix=re.search(r'-([a-f0-9]+)\.', path.name).group(1), progress=False)
+    except Exception as e: return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120] if str(e).strip() else ''}"
+
 def imagenet_checkpoint(backbone: str,        # one of `IMAGENET_WEIGHTS`
                         download: bool = True, # fetch it when it is not in the cache
                        ) -> Path:
@@ -259,22 +268,48 @@ def imagenet_checkpoint(backbone: str,        # one of `IMAGENET_WEIGHTS`
     url = imagenet_url(backbone)
     path = Path(torch.hub.get_dir())/'checkpoints'/url.rsplit('/', 1)[-1]
     if path.is_file(): return path
-    why = 'download=False'
-    if download:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            torch.hub.download_url_to_file(url, str(path), hash_prefix=re.search(r'-([a-f0-9]+)\.', path.name).group(1), progress=False)
-            return path
-        except Exception as e: why = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120] if str(e).strip() else ''}"
+    why = _download(url, path) if download else 'download=False'
+    if why is None: return path
     raise DataError(path, f"torchvision's ImageNet {backbone} weights are not in the torch cache and could not be downloaded "
                           f"from {url} ({why}); put that file there (offline: copy it from a machine that has it), or {PRETRAINED_HELP}")
 
+# %% ../nbs/05_model.ipynb #93b16518
+def reachable(url: str,            # an http(s) address
+              timeout: float = 3,  # seconds to wait, name lookup included
+             ) -> bool:
+    "Does a TCP connection to `url`'s host open within `timeout` seconds?"
+    u, ok = urlsplit(url), []
+    def probe():
+        try: socket.create_connection((u.hostname, u.port or (443 if u.scheme == 'https' else 80)), timeout).close(); ok.append(True)
+        except (OSError, ValueError): pass
+    t = threading.Thread(target=probe, daemon=True); t.start(); t.join(timeout)   # a hung name lookup is left behind
+    return bool(ok)
+
+def fetch_command(backbone: str) -> str:
+    "The shell command that puts torchvision's ImageNet weights for `backbone` into the torch cache."
+    return f"python -c \"import torchvision; torchvision.models.{backbone}(weights='IMAGENET1K_V1')\""
+
+def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
+                  deep_stem: bool,  # the authors' 3x3 stem, for which torchvision has no weights
+                 ) -> Path | None:
+    "torchvision's ImageNet weights when cached or downloadable; else None, after one line saying why and how to fetch them."
+    url = imagenet_url(backbone); cached = Path(torch.hub.get_dir())/'checkpoints'/url.rsplit('/', 1)[-1]
+    if deep_stem: why = "torchvision has no ImageNet weights for the 3x3 deep stem (model.deep_stem=true)"
+    elif cached.is_file(): return cached
+    elif not reachable(url): why = f"{cached} is missing and {urlsplit(url).hostname} is out of reach"
+    elif (err := _download(url, cached)) is None: return cached
+    else: why = f"{url} could not be downloaded ({err})"
+    if is_main(): print(f"model.pretrained=auto: the {backbone} backbone trains from scratch: {why}; to start from ImageNet, "
+                        f"fetch the weights once with: {fetch_command(backbone)}", flush=True)
+    return None
+
 # %% ../nbs/05_model.ipynb #08a28084
 def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped)
-                    pretrained,        # 'imagenet', a checkpoint path, or None / 'none' (keep the random weights)
+                    pretrained,        # 'imagenet', 'auto' (`auto_imagenet`), a checkpoint path, or None / 'none' (keep the random weights)
                    ) -> Path | None:   # the file loaded
     "Fill the whole backbone from `pretrained`; any weight the file leaves random is an error naming the file."
     m = unwrap(model)
+    if str(pretrained).lower() == 'auto': pretrained = auto_imagenet(m.backbone_name, m.deep_stem) or 'none'
     if _scratch(pretrained): return None
     if str(pretrained).lower() == 'imagenet':
         if m.deep_stem: raise ValueError(
@@ -282,7 +317,7 @@ def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped
             "cannot fill the authors' 3x3 deep stem. Pass the authors' deep-stem file ('resnet101c'/'v1c' layout) as "
             "model.pretrained=PATH, or use torchvision's weights with model.deep_stem=false model.pretrained=imagenet")
         path = imagenet_checkpoint(m.backbone_name)
-    else: path = Path(pretrained)
+    else: path = Path(pretrained)   # a Path from 'auto', or one given
     try: missing, _ = load_backbone(m, path)
     except DataError as e: raise DataError(path, f"{e.problem}; {PRETRAINED_HELP}") from e
     if missing and all(k.startswith(STEM_KEYS) for k in missing):

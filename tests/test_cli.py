@@ -198,3 +198,24 @@ def test_train_says_how_long_it_will_take(capsys, tmp_path):
     assert re.fullmatch(rf"\d+\.\d\d s a step here: (about \d+ min|under a minute) for the {iters - ESTIMATE_AFTER - 1} steps left "
                         r"on this machine, plus 1 evaluation", lines[0]), lines[0]
     assert out.index('fp32 (optim.amp=none)') < out.index(lines[0])   # after the first line, which names the precision
+
+
+def test_predict_and_eval_cap_the_size(trained, tmp_path):
+    "An odd-sized image over --max-size is predicted scaled down; its mask and overlay keep the image's own size."
+    import numpy as np
+    from PIL import Image
+    (tmp_path / 'imgs').mkdir()
+    pixels = np.random.default_rng(0).integers(0, 256, (131, 97, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(tmp_path / 'imgs' / 'odd.png')
+    for cap in ('40', '0'):                                   # 0: the full size
+        r = run('ael-predict', trained[0] / 'best.pth', tmp_path / 'imgs', tmp_path / f'm{cap}', '--max-size', cap, '--overlay')
+        assert r.returncode == 0, r.stderr
+        assert Image.open(tmp_path / f'm{cap}' / 'odd.png').size == (97, 131)
+        assert Image.open(tmp_path / f'm{cap}' / 'overlays' / 'odd.png').size == (97, 131)
+    pixels = {}                                               # the labels are counted at their own size either way
+    for cap in (16, 0):
+        r = run('ael-eval', trained[0] / 'latest.pth', '--max-size', cap, '--max-images', 2)
+        assert r.returncode == 0, r.stderr
+        assert 'whole evaluation on' in r.stdout and ('pixels, longest side at most 16, ' in r.stdout) == (cap == 16), r.stdout
+        pixels[cap] = r.stdout.split(' pixels,')[0].rsplit(' ', 1)[1]
+    assert pixels[16] == pixels[0], pixels
