@@ -5,7 +5,7 @@ an optional auxiliary FCN head, ImageNet weights (torchvision's, or the authors'
 
 # %% ../nbs/05_model.ipynb #bf50ba3d
 from __future__ import annotations
-import re, socket, threading, warnings
+import os, re, socket, threading, warnings
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
@@ -292,10 +292,11 @@ def fetch_command(backbone: str) -> str:
 def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
                   deep_stem: bool,  # the authors' 3x3 stem, for which torchvision has no weights
                  ) -> Path | None:
-    "torchvision's ImageNet weights when cached or downloadable; else None, after one line saying why and how to fetch them."
+    "torchvision's ImageNet weights when cached or downloadable (not tried under `AEL_OFFLINE`); else None, after one line why."
     url = imagenet_url(backbone); cached = Path(torch.hub.get_dir())/'checkpoints'/url.rsplit('/', 1)[-1]
     if deep_stem: why = "torchvision has no ImageNet weights for the 3x3 deep stem (model.deep_stem=true)"
     elif cached.is_file(): return cached
+    elif os.environ.get('AEL_OFFLINE'): why = f"{cached} is missing and AEL_OFFLINE is set (no download tried)"
     elif not reachable(url): why = f"{cached} is missing and {urlsplit(url).hostname} is out of reach"
     elif (err := _download(url, cached)) is None: return cached
     else: why = f"{url} could not be downloaded ({err})"
