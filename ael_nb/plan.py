@@ -210,7 +210,7 @@ class AcmSources:
     def __init__(self, unlabeled: Augmented, table: ClassTable, background: bool = True):
         self.unlabeled, self.table = unlabeled, table
         self.pool = ThreadPoolExecutor(1, thread_name_prefix='acm-sources') if background else None
-        self.next, self.future = None, None         # the pending draw and its loading
+        self.next, self.future, self.unread = None, None, None   # the pending draw, its loading, what it reads first
 
     def draw(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
         "n classes c ~ r (Eq. 7), their probability, an unlabeled image holding each (class table), augmentation seeds."
@@ -220,19 +220,26 @@ class AcmSources:
 
     def load(self, d: dict) -> dict:
         "Weak views of the drawn images, collated on the CPU, with the draw's classes and probabilities."
-        b = collate([self.unlabeled[(int(i), int(s))] for i, s in zip(d['index'].tolist(), d['seeds'].tolist())])
+        index, seeds = (v.tolist() if torch.is_tensor(v) else v for v in (d['index'], d['seeds']))   # lists: read already
+        b = collate([self.unlabeled[(int(i), int(s))] for i, s in zip(index, seeds)])
         return dict(b, classes=d['classes'], prob=d['prob'])
 
     def submit(self, d: dict):
+        "The next step's draw; in the background its loading starts once its images and seeds are on the host (`start`)."
         self.next, self.future = d, None
-        if self.pool:   # the thread must not wait on the GPU stream: which images to load, in one copy to the host
-            index, seeds = torch.stack([d['index'], d['seeds']]).cpu()
-            self.future = self.pool.submit(self.load, dict(d, index=index, seeds=seeds))
+        self.unread = torch.cat([d['index'], d['seeds']]) if self.pool else None
+
+    def start(self, host: list[int] | None = None):
+        "Load the pending draw in the thread from `unread` as read with the step's other values (`host`), else read now."
+        if self.unread is None: return
+        host, n = self.unread.tolist() if host is None else host, len(self.unread) // 2
+        self.future, self.unread = self.pool.submit(self.load, dict(self.next, index=host[:n], seeds=host[n:])), None
 
     def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
         "This step's sources (a batch with `classes`, `prob`); the next step's draw (`r`, table as now) starts loading."
         if self.next is None or len(self.next['classes']) != n:   # first step of a run, or a run started from one
             self.submit(self.draw(r, n, g))                       # with another batch (the pending draw does not fit)
+        self.start()                                              # still unread: that first step, or a micro-batch's
         d, fut = self.next, self.future
         self.submit(self.draw(r, n, g))
         return fut.result() if fut is not None else self.load(d)

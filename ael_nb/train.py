@@ -186,8 +186,8 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
     if saving: trace = Trace()
     loss, logs, vals = self._micro_batches(trace)
     with section(trace, 'bank'): self._apply_bank(trace)          # what the micro-batches saw, once
-    bad, self.stops.stopping, self.stops.late = agree(not _finite(vals), self.stops.signals.received is not None, self.schedule.saves.late(),
-                                          device=self.device)
+    bad, self.stops.stopping, self.stops.late = agree(not self._read(vals), self.stops.signals.received is not None,
+                                                      self.schedule.saves.late(), device=self.device)
     if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
     lr = S.optimizer.param_groups[0]['lr']
     with section(trace, 'optimizer + EMA'): self._update(skip=bad)
@@ -207,9 +207,14 @@ def _on_device(v: torch.Tensor) -> torch.Tensor:
     "A logged value, summed where it was computed: float64 (Python's floats), float32 on MPS, which has no float64."
     return v.detach().to(torch.float32 if v.device.type == 'mps' else torch.float64)
 
-def _finite(vals: dict) -> bool:
-    "Are a step's logged values all finite? The step's one read from the device: the update must know before it runs."
-    return bool(torch.isfinite(torch.stack(list(vals.values()))).all())
+@patch
+def _read(self: Run, vals: dict) -> bool:
+    "The step's one read from the device: are its logged values all finite, and, in the same copy, ACM's next images."
+    finite, src = torch.isfinite(torch.stack(list(vals.values()))).all().long().view(1), self.S.sources
+    if src is None or src.unread is None: return bool(finite.tolist()[0])
+    host = torch.cat([finite, src.unread.to(finite.device)]).tolist()
+    src.start(host[1:])
+    return bool(host[0])
 
 @patch
 def _micro_batches(self: Run, trace: Trace|None):

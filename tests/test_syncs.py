@@ -9,21 +9,22 @@ from ael_nb.train import setup
 from tiny_presets import tiny_config
 
 # What remains, and why each cannot go (a failure prints each site):
-# - every method, 1 `_local_scalar_dense`: the trainer reads whether the step's loss is finite (`Run._finite`),
-#   because a non-finite loss must stop the run or skip the update before the optimiser touches the weights.
-# - AEL, 1 `cpu (to host)`: `AcmSources.submit` copies the next step's image indices and seeds to the host (one copy),
-#   which loads those images; 1 `_local_scalar_dense`: Copy-Paste reads how many images get a paste, which decides how
-#   many random numbers the jitter draws and so every later draw: drawing for every image would change every run's
-#   numbers (`tests/test_digests.py`). ACM's region search reads nothing: `component_ids` runs a fixed number of rounds.
+# - every method, 1 `tolist`: the trainer reads whether the step's loss is finite (`Run._read`), because a non-finite
+#   loss must stop the run or skip the update before the optimiser touches the weights; AEL's next ACM images (their
+#   indices and seeds, drawn in this step for the loading thread) come to the host in that same copy.
+# - AEL, 1 `_local_scalar_dense`: Copy-Paste reads how many images get a paste, which decides how many random numbers
+#   the jitter draws and so every later draw: drawing for every image would change every run's numbers
+#   (`tests/test_digests.py`). ACM's region search reads nothing: `component_ids` runs a fixed number of rounds.
 # - Mean Teacher, 1 `index (bool mask)` and its backward's `index_put`: its consistency loss averages over the valid
 #   pixels by a boolean index (`18_steps`), kept as it is: a masked sum would add in another order.
 # - FixMatch 1 `tolist`, UniMatch 2: `strong_view` reads its uniforms to choose each image's photometric ops
 #   (torchvision's functional ops take Python numbers), once per strong view.
-FINITE, ACM, PASTE = {'_local_scalar_dense': 1}, {'cpu (to host)': 1}, {'_local_scalar_dense': 1}
-AEL = {'_local_scalar_dense': 2, 'cpu (to host)': 1}
-STRONG = lambda views: {'_local_scalar_dense': 1, 'tolist (to host)': views}
-EXPECTED = {('cpu', 'supervised'): FINITE, ('cpu', 'meanteacher'): {**FINITE, 'index (bool mask)': 1, 'index_put (bool mask)': 1}, ('cpu', 'cutmix'): FINITE,
-            ('cpu', 'ael'): AEL, ('cpu', 'fixmatch'): STRONG(1), ('cpu', 'unimatch'): STRONG(2),
+READ = {'tolist (to host)': 1}
+AEL = {'tolist (to host)': 1, '_local_scalar_dense': 1}
+STRONG = lambda views: {'tolist (to host)': 1 + views}
+EXPECTED = {('cpu', 'supervised'): READ, ('cpu', 'cutmix'): READ, ('cpu', 'ael'): AEL,
+            ('cpu', 'meanteacher'): {**READ, 'index (bool mask)': 1, 'index_put (bool mask)': 1},
+            ('cpu', 'fixmatch'): STRONG(1), ('cpu', 'unimatch'): STRONG(2),
             **{(p, None): AEL for p in ('cityscapes', 'voc', 'ade20k', 'cpu96', 'folder', 'cityscapes-authors',
                                         'voc-authors')},
             **{(f'{d}-{m}', None): STRONG(1 if m == 'fixmatch' else 2) for d in ('cityscapes', 'voc')
