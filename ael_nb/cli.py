@@ -24,11 +24,11 @@ from .runlog import markdown_table, results_table, read_metrics
 
 # %% auto #0
 __all__ = ['FLAGS', 'SETTING_IGNORED', 'GRID_THREADS', 'positive', 'train_parser', 'parse', 'config_from_args', 'resumed_config',
-           'guarded', 'check_device', 'ael_train', 'setting_of', 'threads', 'path_from_name', 'provenance',
-           'read_stored', 'stored_draws', 'draws_like', 'find_reference', 'regenerate_command', 'pairing',
-           'vs_supervised', 'strip', 'draw_report', 'twin_args', 'paired_command', 'closing_summary', 'next_steps',
-           'plot_vs_supervised', 'eval_parser', 'check_protocol', 'check_classes', 'output_names', 'overlay',
-           'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
+           'guarded', 'check_device', 'ael_train', 'setting_of', 'path_from_name', 'provenance', 'read_stored',
+           'stored_draws', 'draws_like', 'find_reference', 'regenerate_command', 'pairing', 'vs_supervised', 'strip',
+           'draw_report', 'twin_args', 'paired_command', 'closing_summary', 'next_steps', 'plot_vs_supervised',
+           'eval_parser', 'check_protocol', 'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval',
+           'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -171,7 +171,7 @@ def setting_of(config: dict) -> dict:
     return {k: v for k, v in full.items() if not k.startswith(SETTING_IGNORED)}
 
 # %% ../nbs/23_cli.ipynb #d38a0002
-def threads(n) -> str: return f"{n} thread{'' if n == 1 else 's'}"
+def _threads(n) -> str: return f"{n} thread{'' if n == 1 else 's'}"
 
 GRID_THREADS = 1   # bench/grid.py trains every cell at one thread (run_cell: torch.set_num_threads(1), OMP_NUM_THREADS=1)
 
@@ -197,7 +197,7 @@ def provenance(record: dict,  # a grid cell's JSON, or a run's summary.json
     name, amp, inferred = record.get('device_name', host.get('device')), record.get('amp', config['optim']['amp']), []
     if got['path'] is None:
         got['path'] = path_from_name(name, amp, record.get('device') or str(config['run']['device']).split(':')[0])
-        inferred.append(f"path {got['path']} from device {name!r} and amp {amp}")
+        inferred.append(f"path {got['path'] or 'unknown'}: device {name!r}, amp {amp}")
     if got['threads'] is None:
         cores = re.search(r', (\d+) cores', name or '')
         got['threads'], why = ((config['run'].get('threads'), 'run.threads') if config['run'].get('threads') else
@@ -212,6 +212,7 @@ def read_stored(p: Path) -> dict|None:
     "One stored result as a draw (a cell JSON or a run folder's summary.json at its last step), or None for another file."
     try: rec = json.loads(p.read_text())
     except ValueError: return None
+    if not isinstance(rec, dict): return None
     if p.name == 'summary.json' and (p.parent / 'config.yaml').is_file() and rec.get('it') == rec.get('iters') and rec.get('last'):
         cfg, last = read_yaml(p.parent / 'config.yaml'), rec['last']
     elif 'metrics' in rec and 'config' in rec: cfg, last = rec['config'], rec['metrics']
@@ -220,7 +221,7 @@ def read_stored(p: Path) -> dict|None:
     if method == 'supervised' and not cfg['data'].get('manifest') and float(cfg['data'].get('fraction') or 0) == 1: method = 'full'
     return dict(where=str(p.parent if p.name == 'summary.json' else p), key=rec.get('key'), method=method, seed=cfg['run']['seed'],
                 split=rec.get('manifest_hash'), setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=100 * m['miou'],
-                iters=rec['it'], time_s=rec.get('time_s')) | provenance(rec, cfg)
+                iters=rec.get('it', cfg['optim']['iters']), time_s=rec.get('time_s')) | provenance(rec, cfg)
 
 def stored_draws(results) -> list[dict]:
     "Every stored result under `results` (`*/*.json`: grid cells and run folders' summaries), a cell reused by another grid once."
@@ -261,7 +262,7 @@ def pairing(run: dict, ref: dict) -> str:
     "What a comparison of two draws is: the same seed's twin only on the same path and thread count."
     if (run['path'], run['threads']) == (ref['path'], ref['threads']):
         return f"same setting, seed ({run['seed']}), path ({run['path']}) and thread count ({run['threads']})"
-    return (f"seed {ref['seed']} on {ref['path']} at {threads(ref['threads'])}, this run on {run['path']} at {threads(run['threads'])}: "
+    return (f"seed {ref['seed']} on {ref['path']} at {_threads(ref['threads'])}, this run on {run['path']} at {_threads(run['threads'])}: "
             "another draw, not its twin")
 
 # %% ../nbs/23_cli.ipynb #d38a0007
@@ -310,7 +311,7 @@ def draw_report(run: dict,          # the run as a draw (`draws_like`)
                 draws: list[dict],  # the stored draws at its setting
                ) -> str:
     "Where a run falls among the stored draws of its own path: each method's tail mIoU by seed and thread count, its rank, the paired gain."
-    lines = [f"this run is one draw: {run['method']} seed {run['seed']}, tail mIoU {run['tail']:.1f}, on {run['path']} at {threads(run['threads'])}, "
+    lines = [f"this run is one draw: {run['method']} seed {run['seed']}, tail mIoU {run['tail']:.1f}, on {run['path']} at {_threads(run['threads'])}, "
              f"torch {run['torch'] or '(not recorded)'} (it repeats to the digit given these three; another path or thread count is another draw)"]
     mine = [d for d in draws if d['path'] == run['path']]
     if not any(d['method'] == 'supervised' for d in mine):
@@ -318,7 +319,7 @@ def draw_report(run: dict,          # the run as a draw (`draws_like`)
                                   f"{', '.join(sorted({str(d['path']) for d in draws})) or 'none'}): nothing here to compare this run with"])
     sup = _by_threads(mine, 'supervised')
     t = run['threads'] if run['threads'] in sup else max(sup, key=lambda t: len(sup[t]))
-    if t != run['threads']: lines.append(f"no stored supervised draw on {run['path']} at {threads(run['threads'])}: compared with its draws at {threads(t)}")
+    if t != run['threads']: lines.append(f"no stored supervised draw on {run['path']} at {_threads(run['threads'])}: compared with its draws at {_threads(t)}")
     lo, hi = (f(d['tail'] for d in mine + [run]) for f in (min, max)); lo, hi = 5 * (lo // 5), 5 * (hi // 5 + 1)
     lines += ['', f"stored draws of this setting on {run['path']}, tail mIoU (%) by seed, {lo:.0f} to {hi:.0f}:"]
     for method in dict.fromkeys(('supervised', run['method'], 'full')):
@@ -327,7 +328,7 @@ def draw_report(run: dict,          # the run as a draw (`draws_like`)
     lines.append(f"  {'this run':10s} {run['threads']} thr  {strip([run['tail']], lo, hi, mark='X')}  {run['tail']:.1f} (s{run['seed']})")
     s_t, a_t = [d['tail'] for d in sup[t]], [d['tail'] for d in _by_threads(mine, run['method']).get(t, [])]
     lines.append(f"this run's tail is above {sum(v < run['tail'] for v in s_t)} of {len(s_t)} supervised draws and above "
-                 f"{sum(v < run['tail'] for v in a_t)} of {len(a_t)} stored {run['method']} draws at {threads(t)}")
+                 f"{sum(v < run['tail'] for v in a_t)} of {len(a_t)} stored {run['method']} draws at {_threads(t)}")
     pairs = [(a, s) for a in _by_threads(mine, run['method']).get(t, []) for s in sup[t] if (a['seed'], a['split']) == (s['seed'], s['split'])]
     if pairs:
         g = lambda k: np.array([a[k] - s[k] for a, s in pairs]); sd = lambda x: x.std(ddof=1) if len(x) > 1 else float('nan')
