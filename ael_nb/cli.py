@@ -5,14 +5,14 @@ with a chosen protocol, segment a folder of images."""
 
 # %% ../nbs/23_cli.ipynb #415f524f
 from __future__ import annotations
-import argparse, json, os, re, sys, time
+import argparse, json, os, re, shlex, sys, time
 import yaml
 from pathlib import Path
 import numpy as np
 import torch
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
-                           valid_keys, to_dict, read_yaml, flat_settings)
+                           valid_keys, to_dict, flat_items, read_yaml, flat_settings)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict_labels
@@ -23,11 +23,12 @@ from .faults import RunStopped, under_launcher, report_status
 from .runlog import markdown_table, results_table, read_metrics
 
 # %% auto #0
-__all__ = ['FLAGS', 'SETTING_IGNORED', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args', 'resumed_config',
-           'measured_time', 'guarded', 'check_device', 'ael_train', 'setting_of', 'find_reference',
-           'regenerate_command', 'vs_supervised', 'next_steps', 'plot_vs_supervised', 'max_size_of', 'eval_parser',
-           'check_protocol', 'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval',
-           'predict_parser', 'predict_inputs', 'ael_predict']
+__all__ = ['FLAGS', 'SETTING_IGNORED', 'GRID_THREADS', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args',
+           'resumed_config', 'measured_time', 'guarded', 'check_device', 'ael_train', 'setting_of', 'path_from_name',
+           'provenance', 'read_stored', 'stored_draws', 'draws_like', 'find_reference', 'regenerate_command', 'pairing',
+           'vs_supervised', 'strip', 'draw_report', 'twin_args', 'paired_command', 'closing_summary', 'next_steps',
+           'plot_vs_supervised', 'max_size_of', 'eval_parser', 'check_protocol', 'check_classes', 'output_names',
+           'overlay', 'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -165,10 +166,8 @@ def _train(a):
             print(f"{name:8s} mIoU {100 * m['miou']:.1f}  head {100 * m['head_miou']:.1f}  tail {100 * m['tail_miou']:.1f}")
         b = s['best']; print(f"best     mIoU {100 * b['miou']:.1f} ({b.get('model')}, step {b['it']})   run directory: {s['run_dir']}")
         if s['method'] != 'supervised':
+            print('\n' + closing_summary(s['run_dir']))
             ref = find_reference(s['run_dir'])
-            print('\n' + (vs_supervised(s['run_dir'], ref) if ref else
-                          f"no stored supervised result at this setting and seed to compare with: train one with the same arguments "
-                          f"and --method supervised --out {s['run_dir']}_supervised, then compare them in nbs/24_compare.ipynb"))
             if ref and cfg.run.plots:                                # iou.png shows what the summary compares
                 import matplotlib.pyplot as plt
                 fig = plot_vs_supervised(s['run_dir'], ref)
@@ -186,21 +185,86 @@ def setting_of(config: dict) -> dict:
     "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
     return flat_settings(config, SETTING_IGNORED)   # a switch added later defaults to the earlier behaviour
 
-def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
-                   results=None,  # folder of bench/grid.py cells (default: the checkout's bench/results)
-                  ) -> Path|None:
-    "A stored supervised `bench/grid.py` cell at this run's setting, split and seed (same device, then same precision preferred), or None."
-    run_dir = Path(run_dir)
+# %% ../nbs/23_cli.ipynb #d38a0002
+def _threads(n) -> str: return f"{n} thread{'' if n == 1 else 's'}"
+
+GRID_THREADS = 1   # bench/grid.py trains every cell at one thread (run_cell: torch.set_num_threads(1), OMP_NUM_THREADS=1)
+
+def path_from_name(name: str|None,    # a recorded device name (`device_name`), e.g. 'Xeon, 2 cores, AMX'
+                   amp: str|None,     # the autocast it ran ('bf16' or 'none')
+                   device: str = 'cpu' # the device type
+                  ) -> str|None:
+    "The instruction path of a result that predates recording it, from its device name and precision; None where they do not decide it."
+    precision = 'fp32' if amp == 'none' else amp
+    if device != 'cpu': return None if device == 'auto' else f'{device}-{precision}'
+    kernels, aten = re.search(r'cores, (AMX|AVX-512 BF16|no bf16 kernels)', name or ''), re.search(r'ATEN_CPU_CAPABILITY=(\w+)', name or '')
+    if kernels is None or amp not in ('bf16', 'none'): return None
+    if amp == 'bf16': return {'AMX': 'amx-bf16', 'AVX-512 BF16': 'avx512-bf16'}.get(kernels[1])
+    if aten: return f'{aten[1].lower()}-fp32'
+    return None if kernels[1] == 'no bf16 kernels' else 'avx512-fp32'   # uncapped bf16 kernels imply AVX-512; without them AVX2 or AVX-512
+
+def provenance(record: dict,  # a grid cell's JSON, or a run's summary.json
+               config: dict,  # the configuration it trained with
+              ) -> dict:
+    "`path`, `threads`, `torch`: what a stored result is reproducible given; what it predates is inferred (`inferred` says how) or None."
+    host = record.get('host') or {}
+    got = {k: record.get(k, host.get(k)) for k in ('path', 'threads', 'torch')}
+    name, amp, inferred = record.get('device_name', host.get('device')), record.get('amp', config['optim']['amp']), []
+    if got['path'] is None:
+        got['path'] = path_from_name(name, amp, record.get('device') or str(config['run']['device']).split(':')[0])
+        inferred.append(f"path {got['path'] or 'unknown'}: device {name!r}, amp {amp}")
+    if got['threads'] is None:
+        cores = re.search(r', (\d+) cores', name or '')
+        got['threads'], why = ((config['run'].get('threads'), 'run.threads') if config['run'].get('threads') else
+                               (GRID_THREADS, 'bench/grid.py trains at one thread') if 'grid' in record else
+                               (int(cores[1]), "run.threads unset: torch's default, one per core the device name lists") if cores else
+                               (None, 'not recorded, and neither run.threads nor the device name says'))
+        inferred.append(f"threads {got['threads']}: {why}")
+    return got | dict(inferred=inferred)
+
+# %% ../nbs/23_cli.ipynb #d38a0005
+def read_stored(p: Path) -> dict|None:
+    "One stored result as a draw (a cell JSON or a run folder's summary.json at its last step), or None for another file."
+    try: rec = json.loads(p.read_text())
+    except ValueError: return None
+    if not isinstance(rec, dict): return None
+    if p.name == 'summary.json' and (p.parent / 'config.yaml').is_file() and rec.get('it') == rec.get('iters') and rec.get('last'):
+        cfg, last = read_yaml(p.parent / 'config.yaml'), rec['last']
+    elif 'metrics' in rec and 'config' in rec: cfg, last = rec['config'], rec['metrics']
+    else: return None
+    m, method = last['teacher' if 'teacher' in last else 'student'], cfg['method']['name']
+    if method == 'supervised' and not cfg['data'].get('manifest') and float(cfg['data'].get('fraction') or 0) == 1: method = 'full'
+    return dict(where=str(p.parent if p.name == 'summary.json' else p), key=rec.get('key'), method=method, seed=cfg['run']['seed'],
+                split=rec.get('manifest_hash'), setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=100 * m['miou'],
+                iters=rec.get('it', cfg['optim']['iters']), time_s=rec.get('time_s')) | provenance(rec, cfg)
+
+def stored_draws(results) -> list[dict]:
+    "Every stored result under `results` (`*/*.json`: grid cells and run folders' summaries), a cell reused by another grid once."
+    draws, keys = [], set()
+    for p in sorted(Path(results).glob('*/*.json')):
+        d = read_stored(p)
+        if d is None or (d['key'] and d['key'] in keys): continue
+        keys.add(d['key']); draws.append(d)
+    return draws
+
+def draws_like(run_dir,       # a finished run directory (config.yaml, summary.json)
+               results=None,  # folder of stored results (default: the checkout's bench/results)
+              ) -> tuple[dict, list[dict]]:
+    "The run as a draw, and the stored draws at its setting (every method, seed, split and path), the run itself left out."
     results = Path(results) if results is not None else Path(__file__).resolve().parents[1] / 'bench' / 'results'
-    cfg, s = read_yaml(run_dir / 'config.yaml'), json.loads((run_dir / 'summary.json').read_text())
-    want, found = setting_of(cfg), []
-    for p in sorted(results.glob(f"*/supervised*__s{cfg['run']['seed']}.json")):
-        d = json.loads(p.read_text())
-        if d.get('config', {}).get('method', {}).get('name') != 'supervised' or d.get('manifest_hash') != s['manifest_hash']: continue
-        if setting_of(d['config']) != want: continue
-        device = str(d['config']['run']['device']).split(':')[0]            # the device type the run trained on ('cpu', 'cuda')
-        found.append((device != s.get('device'), d['config']['optim']['amp'] != s.get('amp'), str(p)))
-    return Path(min(found)[2]) if found else None
+    run = read_stored(Path(run_dir) / 'summary.json')
+    if run is None: raise DataError(Path(run_dir) / 'summary.json', 'not a finished run (no last evaluation, or no config.yaml)')
+    here = Path(run_dir).resolve()
+    return run, [d for d in stored_draws(results) if d['setting'] == run['setting'] and Path(d['where']).resolve() != here]
+
+# %% ../nbs/23_cli.ipynb #d38a0006
+def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
+                   results=None,  # folder of stored results (default: the checkout's bench/results)
+                  ) -> Path|None:
+    "A stored supervised result at this run's setting, split, seed and instruction path (the same thread count first), or None."
+    run, draws = draws_like(run_dir, results)
+    found = [d for d in draws if d['method'] == 'supervised' and (d['split'], d['seed'], d['path']) == (run['split'], run['seed'], run['path'])]
+    return Path(min(found, key=lambda d: (d['threads'] != run['threads'], d['where']))['where']) if found else None
 
 def regenerate_command(cell) -> str:
     "The `bench/grid.py` command that recomputes a stored cell."
@@ -209,20 +273,29 @@ def regenerate_command(cell) -> str:
     return (f"python bench/grid.py {d['grid']} --dataset {d['dataset']} --iters {d['iters']} --seeds {d['seed']} "
             f"--variants {d['variant']!r} --jobs 1" + ('' if dev == 'cpu' else f' --device {dev}'))
 
+def pairing(run: dict, ref: dict) -> str:
+    "What a comparison of two draws is: the same seed's twin only on the same path and thread count."
+    if (run['path'], run['threads']) == (ref['path'], ref['threads']):
+        return f"same setting, seed ({run['seed']}), path ({run['path']}) and thread count ({run['threads']})"
+    return (f"seed {ref['seed']} on {ref['path']} at {_threads(ref['threads'])}, this run on {run['path']} at {_threads(run['threads'])}: "
+            "another draw, not its twin")
+
+# %% ../nbs/23_cli.ipynb #d38a0007
 def vs_supervised(run_dir,            # a finished run directory of a semi-supervised method
                   reference,          # a supervised run directory, or a bench/grid.py cell JSON
                   stored: bool = True # True: `reference` is a stored result (labelled so, with the command that remakes it)
                  ) -> str:
-    "Per-class IoU of a run's reported model beside supervised training at the same setting and seed, with head and tail gains."
+    "Per-class IoU of a run's reported model beside a supervised draw of the same setting and seed, with head and tail gains."
     from ael_nb.compare import read_result, run_info
     a, b = read_result(run_dir), read_result(reference)
     if a['seed'] != b['seed'] or a['dataset'] != b['dataset']:
         raise ValueError(f"{reference}: seed {b['seed']} on {b['dataset']}, the run {run_dir}: seed {a['seed']} on {a['dataset']}")
+    ref = Path(reference); ref = read_stored(ref / 'summary.json' if ref.is_dir() else ref)
     info = run_info(a['dataset'], a['root'], run_dir); tail = [info.class_names[i] for i in info.tail_classes]
     head = [c for c in info.class_names if c not in tail]
     name = f"{a['method']} ({a['model']})"
     w = max(len(c) for c in info.class_names + ['tail mIoU'])
-    lines = [f"{a['method']} vs supervised training, same setting and seed ({a['seed']}): per-class IoU (%)", '',
+    lines = [f"{a['method']} vs supervised training, {pairing(read_stored(Path(run_dir) / 'summary.json'), ref)}: per-class IoU (%)", '',
              f"{'':{w}}  {'supervised':>10}  {name:>14}  {'gain':>6}"]
     row = lambda c, x, y: f"{c:{w}}  {x:10.1f}  {y:14.1f}  {y - x:+6.1f}"
     for group, cls in (('head', head), ('tail', tail)):
@@ -231,17 +304,86 @@ def vs_supervised(run_dir,            # a finished run directory of a semi-super
     lines += ['', row('head mIoU', mean(b, head), mean(a, head)), row('tail mIoU', mean(b, tail), mean(a, tail)),
               row('mIoU', mean(b, info.class_names), mean(a, info.class_names))]
     if stored:
-        d = json.loads(Path(reference).read_text()) if Path(reference).is_file() else None
-        how = f", {d['config']['run']['device']}, amp={d['config']['optim']['amp']}, {d['finished']}" if d else ''
-        lines += ['', f"supervised: STORED result {reference}{how}, not trained in this run;",
-                  f"  remake it with: {regenerate_command(reference) if d else 'ael-train --method supervised --seed ' + str(a['seed'])}"]
-        summary = Path(run_dir) / 'summary.json'
-        mine = json.loads(summary.read_text()).get('device_name') if summary.is_file() else None
-        theirs = d.get('host', {}).get('device') if d else None
-        if mine and theirs and mine != theirs:   # bf16 rounds by the machine's kernels: the same seed differs by a point or two
-            lines.append(f"  it trained on {theirs}, this run on {mine}: compare the gains, not the last digit")
+        cell = Path(reference).is_file()
+        lines += ['', f"supervised: STORED result {reference}, torch {ref['torch'] or '(not recorded)'}, not trained in this run;",
+                  f"  remake it with: {regenerate_command(reference) if cell else 'ael-train --method supervised --seed ' + str(a['seed'])}"]
     else: lines += ['', f"supervised: trained in this run ({reference})"]
     return '\n'.join(lines)
+
+# %% ../nbs/23_cli.ipynb #d38a0008
+def strip(values, lo: float, hi: float, width: int = 41, mark: str = 'o') -> str:
+    "Values as marks on a line from `lo` to `hi` (a text strip plot; '8' where two or more fall on one place)."
+    line = ['.'] * width
+    for v in values:
+        i = min(width - 1, max(0, round((v - lo) / (hi - lo) * (width - 1))))
+        line[i] = '8' if line[i] != '.' else mark
+    return ''.join(line)
+
+def _by_threads(draws, method): return {t: sorted((d for d in draws if d['method'] == method and d['threads'] == t), key=lambda d: d['seed'])
+                                        for t in sorted({d['threads'] for d in draws if d['method'] == method}, key=str)}
+
+def draw_report(run: dict,          # the run as a draw (`draws_like`)
+                draws: list[dict],  # the stored draws at its setting
+               ) -> str:
+    "Where a run falls among the stored draws of its own path: each method's tail mIoU by seed and thread count, its rank, the paired gain."
+    lines = [f"this run is one draw: {run['method']} seed {run['seed']}, tail mIoU {run['tail']:.1f}, on {run['path']} at {_threads(run['threads'])}, "
+             f"torch {run['torch'] or '(not recorded)'} (it repeats to the digit given these three; another path or thread count is another draw)"]
+    mine = [d for d in draws if d['path'] == run['path']]
+    if not any(d['method'] == 'supervised' for d in mine):
+        return '\n'.join(lines + [f"no stored supervised draw of this setting on {run['path']} (stored paths: "
+                                  f"{', '.join(sorted({str(d['path']) for d in draws})) or 'none'}): nothing here to compare this run with"])
+    sup = _by_threads(mine, 'supervised')
+    t = run['threads'] if run['threads'] in sup else max(sup, key=lambda t: len(sup[t]))
+    if t != run['threads']: lines.append(f"no stored supervised draw on {run['path']} at {_threads(run['threads'])}: compared with its draws at {_threads(t)}")
+    lo, hi = (f(d['tail'] for d in mine + [run]) for f in (min, max)); lo, hi = 5 * (lo // 5), 5 * (hi // 5 + 1)
+    lines += ['', f"stored draws of this setting on {run['path']}, tail mIoU (%) by seed, {lo:.0f} to {hi:.0f}:"]
+    for method in dict.fromkeys(('supervised', run['method'], 'full')):
+        for th, ds in _by_threads(mine, method).items():
+            lines.append(f"  {method:10s} {th} thr  {strip([d['tail'] for d in ds], lo, hi)}  " + '  '.join(f"{d['tail']:.1f} (s{d['seed']})" for d in ds))
+    lines.append(f"  {'this run':10s} {run['threads']} thr  {strip([run['tail']], lo, hi, mark='X')}  {run['tail']:.1f} (s{run['seed']})")
+    s_t, a_t = [d['tail'] for d in sup[t]], [d['tail'] for d in _by_threads(mine, run['method']).get(t, [])]
+    lines.append(f"this run's tail is above {sum(v < run['tail'] for v in s_t)} of {len(s_t)} supervised draws and above "
+                 f"{sum(v < run['tail'] for v in a_t)} of {len(a_t)} stored {run['method']} draws at {_threads(t)}")
+    pairs = [(a, s) for a in _by_threads(mine, run['method']).get(t, []) for s in sup[t] if (a['seed'], a['split']) == (s['seed'], s['split'])]
+    if pairs:
+        g = lambda k: np.array([a[k] - s[k] for a, s in pairs]); sd = lambda x: x.std(ddof=1) if len(x) > 1 else float('nan')
+        lines.append(f"paired gain, {run['method']} - supervised, same seed, path and thread count ({t}), {len(pairs)} seeds: "
+                     f"tail {g('tail').mean():+.1f} ± {sd(g('tail')):.1f}, mIoU {g('miou').mean():+.1f} ± {sd(g('miou')):.1f} (mean ± sd)")
+    return '\n'.join(lines)
+
+# %% ../nbs/23_cli.ipynb #d38a0009
+def _arg(v) -> str: return ','.join(map(str, v)) if isinstance(v, (list, tuple)) else 'none' if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+def twin_args(run_dir) -> list[str]:
+    "`ael-train` arguments for a run's supervised twin: its preset, seed, split, precision and thread count, and every setting it changed."
+    cfg = read_yaml(Path(run_dir) / 'config.yaml')
+    base = dict(flat_items(to_dict(get_config(cfg['preset'])))) if cfg.get('preset') in PRESETS else {}
+    keep = set(setting_of(cfg)) | {'data.manifest', 'data.fraction', 'data.root', 'optim.amp', 'run.threads'}
+    ov = [f'{k}={_arg(v)}' for k, v in flat_items(cfg) if k in keep and base.get(k, v) != v or k in keep and k not in base]
+    return ['--preset', cfg['preset'], '--method', 'supervised', '--seed', str(cfg['run']['seed']), '--out', f'{Path(run_dir)}_supervised', *ov]
+
+def paired_command(run_dir,       # a finished run directory of a semi-supervised method
+                   run: dict,     # the run as a draw (`draws_like`)
+                   draws: list[dict],
+                  ) -> str:
+    "The one command that trains this run's supervised twin here (same setting, seed, path and threads), with its estimated time."
+    step = run['time_s'] / run['iters']
+    per_step = lambda m: [d['time_s'] / d['iters'] for d in draws if d['method'] == m and d['path'] == run['path'] and d['time_s']]
+    sup, own = per_step('supervised'), per_step(run['method'])
+    ratio = float(np.mean(sup) / np.mean(own)) if sup and own else 1.0
+    why = (f"this run's {step:.2f} s a step x {ratio:.2f}, a supervised step's share of an {run['method']} step in the stored draws on {run['path']}"
+           if sup and own else f"this run's {step:.2f} s a step: an upper bound, a supervised step does less")
+    return (f"train its supervised twin here (same setting, seed, path and threads), about {step * ratio * run['iters'] / 60:.0f} min ({why}):\n"
+            f"  ael-train {shlex.join(twin_args(run_dir))}")
+
+# %% ../nbs/23_cli.ipynb #d38a000a
+def closing_summary(run_dir,       # a finished run directory of a semi-supervised method
+                    results=None,  # folder of stored results (default: the checkout's bench/results)
+                   ) -> str:
+    "What `ael-train` prints after a semi-supervised run: the per-class comparison with a stored supervised draw of its path, where the run falls among its path's draws, and the command that trains its twin here."
+    run, draws = draws_like(run_dir, results)
+    ref = find_reference(run_dir, results)
+    return '\n\n'.join(([vs_supervised(run_dir, ref)] if ref else []) + [draw_report(run, draws), paired_command(run_dir, run, draws)])
 
 # %% ../nbs/23_cli.ipynb #a95e8f6f
 def next_steps(run_dir) -> str:
@@ -260,10 +402,11 @@ def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervis
     from ael_nb.compare import read_result, run_info
     from ael_nb.metrics import iou_table, plot_iou
     a, b = read_result(run_dir), read_result(reference)
+    r = Path(reference); r = read_stored(r / 'summary.json' if r.is_dir() else r)
     last = [r['eval'] for r in read_metrics(run_dir) if 'eval' in r][-1]
     runs = {f"supervised ({b['model']}, stored)": {c: v / 100 for c, v in b['iou'].items()}}
     runs |= {f"{a['method']} {m}": s['per_class'] for m, s in last.items()}
-    return plot_iou(iou_table(runs, run_info(a['dataset'], a['root'], run_dir)), f"{a['method']} beside supervised training (same setting and seed {a['seed']})")
+    return plot_iou(iou_table(runs, run_info(a['dataset'], a['root'], run_dir)), f"{a['method']} beside supervised training ({pairing(read_stored(Path(run_dir) / 'summary.json'), r)})")
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 positive = arg_type(at_least(1))   # argparse type: an integer >= 1

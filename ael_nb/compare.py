@@ -17,9 +17,9 @@ from .synthetic import SYNTHETIC_INFO
 from .runlog import read_metrics, read_traces
 
 # %% auto #0
-__all__ = ['INFOS', 'run_info', 'read_result', 'load_results', 'table4', 'class_gains', 'head_tail_gains', 'plot_class_gains',
-           'plot_head_tail', 'learning_curves', 'plot_learning_curves', 'loss_classes', 'tail_shares',
-           'plot_tail_shares']
+__all__ = ['INFOS', 'run_info', 'read_result', 'load_results', 'table4', 'draws_table', 'plot_draws', 'class_gains',
+           'head_tail_gains', 'plot_class_gains', 'plot_head_tail', 'learning_curves', 'plot_learning_curves',
+           'loss_classes', 'tail_shares', 'plot_tail_shares']
 
 # %% ../nbs/24_compare.ipynb #cb1b9db9
 INFOS = {i.name: i for i in (SYNTHETIC_INFO, CAMVID_INFO, CITYSCAPES_INFO, VOC_INFO, ADE20K_INFO)}
@@ -91,6 +91,27 @@ def table4(df: pd.DataFrame) -> pd.DataFrame:
                        'seeds': df.groupby('method').seed.nunique()})
     out.columns.name = None
     return out
+
+# %% ../nbs/24_compare.ipynb #e38b0002
+def draws_table(draws: dict) -> pd.DataFrame:
+    "`bench/results/default_draws.json` (`bench/draws.py`) as a long table: path, method, seed, threads, tail (one row per stored draw)."
+    return pd.DataFrame([dict(path=p, **{k: d[k] for k in ('method', 'seed', 'threads', 'tail')})
+                         for p, e in draws['paths'].items() for d in e['draws']])
+
+def plot_draws(dt: pd.DataFrame,  # `draws_table`
+               title: str = ''):
+    "Every draw's tail mIoU as a point, path by path, the methods side by side: circles at one thread, crosses at more."
+    import matplotlib.pyplot as plt
+    paths = list(dict.fromkeys(dt.path)); methods = [m for m in ('supervised', 'ael', 'full') if m in set(dt.method)]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for j, m in enumerate(methods):
+        for one, marker, shift in ((True, 'o', 0), (False, 'X', 0.06)):   # crosses beside the circles they may meet
+            d = dt[(dt.method == m) & ((dt.threads == 1) == one)]
+            ax.scatter([paths.index(p) + (j - (len(methods) - 1) / 2) * 0.25 + shift for p in d.path], d['tail'], marker=marker, s=50,
+                       color=f'C{j}', alpha=0.8, label=f"{m}, {'1 thread' if one else 'more threads'}" if len(d) else None)
+    ax.set_xticks(range(len(paths)), paths); ax.set(ylabel='tail mIoU (%)', title=title or 'stored draws, one point each')
+    ax.legend(fontsize=8, loc='upper left', bbox_to_anchor=(1.02, 1)); fig.tight_layout()
+    return fig
 
 # %% ../nbs/24_compare.ipynb #b22f3521
 def class_gains(df: pd.DataFrame, baseline: str = 'supervised') -> pd.DataFrame:

@@ -22,9 +22,9 @@ __all__ = ['IGNORE_INDEX', 'ONEDNN_BF16', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERM
            'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main',
            'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers', 'init_distributed',
            'peak_memory_gb', 'rank_values', 'cpu_bf16_kernels', 'bf16_supported', 'device_name', 'resolve_amp',
-           'resolve_channels_last', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal', 'unseal',
-           'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw', 'other_index',
-           'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
+           'resolve_channels_last', 'instruction_path', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal',
+           'unseal', 'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw',
+           'other_index', 'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -189,6 +189,18 @@ def resolve_channels_last(channels_last,  # `model.channels_last`: True, False o
     if channels_last != 'auto': return bool(channels_last)
     device = torch.device(device)
     return device.type == 'cuda' or (device.type == 'cpu' and amp == 'bf16')
+
+# %% ../nbs/00_core.ipynb #c0d3a7b2
+def instruction_path(device,  # the device the run trains on
+                     amp: str,  # the run's autocast, as `resolve_amp` gave it
+                    ) -> str:
+    "'amx-bf16', 'avx512-bf16', or the CPU capability torch dispatches to with the precision ('avx2-fp32'); '<type>-<precision>' off the CPU."
+    device, precision = torch.device(device), 'fp32' if amp == 'none' else amp
+    if device.type != 'cpu': return f'{device.type}-{precision}'
+    kernels = cpu_bf16_kernels() if amp == 'bf16' else None
+    if kernels: return {'AMX': 'amx', 'AVX-512 BF16': 'avx512'}[kernels] + '-bf16'
+    return torch.backends.cpu.get_cpu_capability().lower().replace(' ', '') + f'-{precision}'
+
 
 # %% ../nbs/00_core.ipynb #b5d135c9
 EXIT_REQUEUE = 75  # exit status of a run that checkpointed on SIGTERM/SIGUSR1/SIGINT and wants to be requeued

@@ -17,7 +17,7 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
                          seed_everything, set_deterministic, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
-                         resolve_channels_last,
+                         instruction_path, resolve_channels_last,
                          average_buffers, peak_memory_gb, rank_values)
 from .config import Config, save_config, resolved, check_classes
 from .teacher import ema_update
@@ -362,7 +362,8 @@ def finish(self: Run) -> dict:
     if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
     summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters,
                    amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
-                   time_s=time.time() - self.meter.t_start, manifest=self.data.manifest_name,
+                   path=instruction_path(self.device, cfg.optim.amp), threads=torch.get_num_threads(),
+                   torch=torch.__version__, time_s=time.time() - self.meter.t_start, manifest=self.data.manifest_name,
                    manifest_hash=self.data.manifest_hash, best=S.best, last=self.summaries,
                    conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
                    teacher_weights=None if S.teacher is None else weights_digest(S.teacher),

@@ -9,7 +9,9 @@
 
 Every cell is one `ael_nb.train.train(cfg)` run in its own process (OMP_NUM_THREADS=1, torch threads 1), built
 from the `cpu96` preset (`BASE`) plus dotted overrides: a method or an ablation is a list of `key=value` strings, never a
-code edit. A finished cell is stored as `bench/results/<grid>-<dataset>/<cell>.json` (written atomically);
+code edit. A finished cell is stored as `bench/results/<grid>-<dataset>/<cell>.json` (written atomically), its `host`
+naming what the numbers are reproducible given: the instruction path (`amx-bf16`, `avx512-bf16`, `avx2-fp32`), the
+thread count and the torch version (cells older than `host.path` are read by `ael_nb.cli.provenance`);
 a rerun skips finished cells, resumes a half-finished one from its `latest.pth` and recomputes a cell whose
 stored configuration differs from the one asked for. A cell with the same configuration finished by another
 grid (e.g. `dr+aes` of table5 = `confidence` of table7) is reused, not recomputed; grids named together share one
@@ -273,7 +275,7 @@ def run_cell(spec_path: str):
     cfg = get_config(BASE, overrides=ov)
     t0 = time.time()
     s = train(cfg)
-    host = dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads(), device=s.get('device_name'))
+    host = dict(cpus=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads(), device=s.get('device_name'), path=s.get('path'))
     atomic_write_text(spec['result'], json.dumps(cell_record(spec, s, to_dict(cfg), time.time() - t0, host), indent=1))
 
 def cell_record(spec: dict, s: dict, config: dict, wall_s: float|None, host: dict, finished: str|None = None) -> dict:
@@ -298,7 +300,8 @@ def recover(runs_dir: Path, log) -> int:
         config = read_yaml(sp.parent / 'config.yaml')
         finished = dt.datetime.fromtimestamp(sm.stat().st_mtime).isoformat(timespec='seconds')
         res.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(res, json.dumps(cell_record(spec, s, config, None, dict(recovered_from=str(sp.parent), device=s.get('device_name')), finished), indent=1))
+        host = dict(recovered_from=str(sp.parent), device=s.get('device_name'), **{k: s[k] for k in ('path', 'threads', 'torch') if k in s})
+        atomic_write_text(res, json.dumps(cell_record(spec, s, config, None, host, finished), indent=1))
         log(f"{res.parent.name}/{res.name}: recovered from {sp.parent}"); n += 1
     return n
 

@@ -164,3 +164,18 @@ def test_pseudo_labels_reports_a_grid_run(tmp_path):
     assert lc.set_index('cls').loc['pole', ['label', 'seed', 'pseudo', 'traces']].tolist() == ['fixmatch', 2, 3, 1]
     empty = subprocess.run(cmd + ['--from-step', '600'], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert empty.returncode == 1 and 'no trace with a pseudo-label (y_hat) from step 600 on' in empty.stderr
+
+
+def test_default_draws_come_from_the_stored_results():
+    "`bench/results/default_draws.json` is what `bench/draws.py` writes from the stored results today, every draw with a "
+    "path (recorded or inferred, never guessed), and the README's sentences on the default run's draws are the ones it prints."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import draws
+    stored = json.loads((REPO / 'bench' / 'results' / 'default_draws.json').read_text())
+    assert draws.default_draws(REPO / 'bench' / 'results') == stored
+    for path, e in stored['paths'].items():
+        assert path in ('amx-bf16', 'avx512-bf16', 'avx2-fp32') and e['threads'] == sorted({d['threads'] for d in e['draws']})
+        assert sorted(e['ael'] + e['supervised'] + e['full']) == sorted(d['tail'] for d in e['draws'])
+    assert all(len(stored['paths'][p]['supervised']) >= 3 for p in ('amx-bf16', 'avx2-fp32'))   # the grid's seeds
+    readme = ' '.join((REPO / 'README.md').read_text().split())
+    for line in draws.readme_sentences(stored).splitlines(): assert line in readme, line

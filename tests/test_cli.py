@@ -219,3 +219,38 @@ def test_predict_and_eval_cap_the_size(trained, tmp_path):
         assert 'whole evaluation on' in r.stdout and ('pixels, longest side at most 16, ' in r.stdout) == (cap == 16), r.stdout
         pixels[cap] = r.stdout.split(' pixels,')[0].rsplit(' ', 1)[1]
     assert pixels[16] == pixels[0], pixels
+
+
+def test_thread_count_is_a_new_draw(tmp_path):
+    "A run repeats to the digit given (instruction path, thread count, torch version), which `summary.json` records; "
+    "the same tiny run at 1 and 2 threads ends with other weights (README and GUIDE say so)."
+    import torch
+    from ael_nb.config import get_config
+    from ael_nb.train import train
+    before = torch.get_num_threads()
+    try: s1, s2, s1b = (train(get_config('cpu', overrides=TINY + [f'run.threads={n}', f'run.out={tmp_path / str(i)}']))
+                        for i, n in enumerate((1, 2, 1)))
+    finally: torch.set_num_threads(before)
+    assert (s1['threads'], s2['threads'], s1['torch']) == (1, 2, torch.__version__) and s1['path'] == s2['path']
+    assert s1['weights'] == s1b['weights'] and s1['weights'] != s2['weights']
+
+
+def test_summary_without_draws_on_its_path(trained, tmp_path):
+    "`ael-train` ends by placing the run among the stored draws of its own path; a path with none is said to have none, and "
+    "nothing is compared (a stored supervised cell of the same setting and seed on another path is not this run's twin)."
+    from ael_nb.cli import closing_summary, config_from_args, parse, setting_of, train_parser
+    from ael_nb.config import read_yaml, to_dict
+    out, stdout = trained
+    s, cfg = json.loads((out / 'summary.json').read_text()), read_yaml(out / 'config.yaml')
+    assert 'this run is one draw' in stdout and f"on {s['path']} at {s['threads']} thread" in stdout
+    cfg['method']['name'] = 'supervised'
+    cell = dict(grid='cheaper', seed=1, variant='supervised', it=2, manifest_hash=s['manifest_hash'], metrics=s['last'], config=cfg,
+                host=dict(path='other-path', threads=s['threads'], torch=s['torch']), time_s=1.0)
+    (tmp_path / 'g').mkdir(); (tmp_path / 'g' / 'supervised__1-8__s1.json').write_text(json.dumps(cell))
+    txt = closing_summary(out, tmp_path)
+    assert f"no stored supervised draw of this setting on {s['path']} (stored paths: other-path)" in txt, txt
+    assert 'vs supervised' not in txt and 'paired gain' not in txt and 'same seed' not in txt.split('twin here')[0], txt
+    cmd = txt.splitlines()[-1].split()                                  # the twin's command trains the same setting here
+    twin = config_from_args(parse(train_parser(), cmd[1:]))
+    assert cmd[0] == 'ael-train' and twin.method.name == 'supervised' and twin.run.seed == 1
+    assert setting_of(read_yaml(out / 'config.yaml')) == setting_of(to_dict(twin))

@@ -1,0 +1,77 @@
+"""The `cpu` preset's stored draws, path by path: `bench/results/default_draws.json`.
+
+    python bench/draws.py                  # writes bench/results/default_draws.json, prints the README's sentences
+    python bench/draws.py --results DIR    # the draws stored under another folder (written there)
+
+A draw is one stored result at the `cpu` preset's setting (`ael_nb.cli.setting_of`): grid `cheaper`'s rows that resolve
+to it (`tests/test_bench.py::test_cpu_rows_are_the_cpu_preset`), any other cell at that setting, and the default runs'
+folders (`bench/results/default-run-cpu-*/`), read by `ael_nb.cli.stored_draws`, the reader `ael-train`'s closing
+summary uses. A result repeats to the digit given its instruction path, thread count and torch version: each draw's
+path and thread count are the ones it recorded, or `ael_nb.cli.provenance`'s inference from what it recorded (listed
+under the draw's `inferred`); a result whose path nothing decides is listed under `unknown_path`, never guessed.
+Tail mIoU in %, of the reported model (the EMA teacher where the method has one, as `ael-train` reports it)."""
+from __future__ import annotations
+import argparse, json
+from pathlib import Path
+import numpy as np
+from ael_nb.cli import setting_of, stored_draws
+from ael_nb.config import get_config, to_dict
+from ael_nb.core import atomic_write_text
+
+RESULTS = Path(__file__).resolve().parent / 'results'
+METHODS = ('supervised', 'ael', 'full')
+
+def _mean_sd(x) -> dict:
+    x = np.array(x, dtype=float)
+    return dict(mean=round(float(x.mean()), 4), sd=round(float(x.std(ddof=1)), 4) if len(x) > 1 else None)
+
+def paired(draws: list[dict]) -> dict:
+    "AEL minus supervised of the same seed and split, per thread count (one path's draws): tail and mIoU gains, mean and sd."
+    out = {}
+    for t in sorted({d['threads'] for d in draws}):
+        pairs = [(a, s) for a in draws for s in draws if a['method'] == 'ael' and s['method'] == 'supervised'
+                 and a['threads'] == s['threads'] == t and (a['seed'], a['split']) == (s['seed'], s['split'])]
+        if pairs: out[str(t)] = dict(n=len(pairs), seeds=[a['seed'] for a, _ in pairs],
+                                     tail=_mean_sd([a['tail'] - s['tail'] for a, s in pairs]),
+                                     miou=_mean_sd([a['miou'] - s['miou'] for a, s in pairs]))
+    return out
+
+def default_draws(results: Path) -> dict:
+    "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read."
+    want = setting_of(to_dict(get_config('cpu')))
+    at = [d for d in stored_draws(results) if d['setting'] == want and d['method'] in METHODS]
+    rel = lambda d: Path(d['where']).relative_to(results.resolve()).as_posix() if Path(d['where']).is_relative_to(results.resolve()) else d['where']
+    paths = {}
+    for p in sorted({d['path'] for d in at if d['path']}):
+        mine = sorted((d for d in at if d['path'] == p), key=lambda d: (d['threads'], d['seed'], d['method']))
+        paths[p] = {m: [round(d['tail'], 4) for d in mine if d['method'] == m] for m in METHODS} | dict(
+            threads=sorted({d['threads'] for d in mine}), paired=paired(mine),
+            draws=[dict(method=d['method'], seed=d['seed'], threads=d['threads'], torch=d['torch'], tail=round(d['tail'], 4),
+                        miou=round(d['miou'], 4), source=rel(d), inferred=d['inferred']) for d in mine])
+    return dict(setting="the cpu preset's (ael-train's default run)", tail='tail mIoU, %', paths=paths,
+                unknown_path=[rel(d) for d in at if not d['path']])
+
+def readme_sentences(draws: dict) -> str:
+    "What the README says of the default run's draws, from `default_draws.json`."
+    out = []
+    for p, e in draws['paths'].items():
+        rng = lambda m: ('none stored' if not e[m] else f"{e[m][0]:.1f} (1 draw)" if len(e[m]) == 1 else
+                         f"{min(e[m]):.1f}-{max(e[m]):.1f} ({len(e[m])} draws)")
+        gain = '; '.join(f"paired gain at {t} thread{'s' * (t != '1')} {g['tail']['mean']:+.1f}" +
+                         (f" ± {g['tail']['sd']:.1f}" if g['tail']['sd'] is not None else '') + f" over {g['n']} seeds"
+                         for t, g in e['paired'].items())
+        above = ('every AEL draw above every supervised one' if min(e['ael']) > max(e['supervised']) else
+                 "the lowest AEL draw below the highest supervised one: AEL's gain is not larger than the spread of a draw"
+                 ) if e['ael'] and e['supervised'] else 'nothing to compare'
+        out.append(f"{p}: supervised {rng('supervised')}, AEL {rng('ael')}" + (f", {gain}" if gain else '') + f"; {above}.")
+    return '\n'.join(out)
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument('--results', default=str(RESULTS), help='folder of stored results (default bench/results); the file is written there')
+    a = ap.parse_args(argv)
+    d = default_draws(Path(a.results))
+    atomic_write_text(Path(a.results) / 'default_draws.json', json.dumps(d, indent=1) + '\n')
+    print(readme_sentences(d))
+
+if __name__ == '__main__': main()
