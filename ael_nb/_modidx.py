@@ -696,6 +696,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'ael_nb.train._latest': ('train.html#_latest', 'ael_nb/train.py'),
                               'ael_nb.train._n_unlabeled': ('train.html#_n_unlabeled', 'ael_nb/train.py'),
                               'ael_nb.train._on_device': ('train.html#_on_device', 'ael_nb/train.py'),
+                              'ael_nb.train.about_minutes': ('train.html#about_minutes', 'ael_nb/train.py'),
                               'ael_nb.train.duration_line': ('train.html#duration_line', 'ael_nb/train.py'),
                               'ael_nb.train.setup': ('train.html#setup', 'ael_nb/train.py'),
                               'ael_nb.train.train': ('train.html#train', 'ael_nb/train.py')},

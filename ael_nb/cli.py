@@ -16,7 +16,7 @@ from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_p
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict_labels
-from .train import ESTIMATE_AFTER, train
+from .train import ESTIMATE_AFTER, about_minutes, train
 from .plan import make_dataset
 from .state import load_model
 from .faults import RunStopped, under_launcher, report_status
@@ -373,7 +373,7 @@ def paired_command(run_dir,       # a finished run directory of a semi-supervise
     ratio = float(np.mean(sup) / np.mean(own)) if sup and own else 1.0
     why = (f"this run's {step:.2f} s a step x {ratio:.2f}, a supervised step's share of an {run['method']} step in the stored draws on {run['path']}"
            if sup and own else f"this run's {step:.2f} s a step: an upper bound, a supervised step does less")
-    return (f"train its supervised twin here (same setting, seed, path and threads), about {step * ratio * run['iters'] / 60:.0f} min ({why}):\n"
+    return (f"train its supervised twin here (same setting, seed, path and threads), {about_minutes(step * ratio * run['iters'] / 60)} ({why}):\n"
             f"  ael-train {shlex.join(twin_args(run_dir))}")
 
 # %% ../nbs/23_cli.ipynb #d38a000a

@@ -32,7 +32,8 @@ from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, ag
                            check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
-__all__ = ['ESTIMATE_AFTER', 'Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'setup', 'duration_line', 'train']
+__all__ = ['ESTIMATE_AFTER', 'Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'setup', 'about_minutes',
+           'duration_line', 'train']
 
 # %% ../nbs/20_train.ipynb #d100f8ba
 @dataclass
@@ -377,13 +378,16 @@ def finish(self: Run) -> dict:
 # %% ../nbs/20_train.ipynb #5e7a1c21
 ESTIMATE_AFTER = 20   # steps timed (after the first) before a run says how long the rest takes here
 
+def about_minutes(m: float) -> str:
+    "A duration in minutes as a person says it: 'about 12 min', or 'under a minute'."
+    return f"about {max(1, round(m))} min" if m >= .5 else 'under a minute'
+
 def duration_line(step_s: float,  # seconds one step took here
                   steps: int,     # steps left
                   evals: int = 0, # evaluations left
                  ) -> str:
     "The seconds a step takes and about how long the steps left take, in minutes."
-    m = step_s * steps / 60
-    about = f"about {max(1, round(m))} min" if m >= .5 else 'under a minute'
+    about = about_minutes(step_s * steps / 60)
     more = f", plus {evals} evaluation{'s' * (evals != 1)}" if evals else ''
     return f"{step_s:.2f} s a step here: {about} for the {steps} steps left on this machine{more}"
 
