@@ -54,36 +54,36 @@ def strong_view(x: torch.Tensor,        # normalised images [B,3,H,W] (weak view
         return (torch.stack([_perturb(i, r, m) for i, r in zip(img, u)]) - mean) / std
 
 # %% ../nbs/18a_fixmatch.ipynb #3f1404dc
-def forward_weak(S: TrainState, x_l: torch.Tensor, x_w: torch.Tensor,
+def forward_weak(state: TrainState, x_l: torch.Tensor, x_w: torch.Tensor,
                  fp: float = 0.0,  # Dropout2d rate of UniMatch's feature perturbation (0: none)
                 ) -> tuple[dict, dict|None]:
     "The student on the labeled images, and on the weak views when it labels or perturbs them: one forward."
-    if S.cfg.method.teacher == 'ema' and not fp: return S.student(x_l), None
-    out, n = S.student(torch.cat([x_l, x_w]), fp=fp), len(x_l)
+    if state.cfg.method.teacher == 'ema' and not fp: return state.student(x_l), None
+    out, n = state.student(torch.cat([x_l, x_w]), fp=fp), len(x_l)
     return {k: v[:n] for k, v in out.items()}, {k: v[n:] for k, v in out.items()}
 
 # %% ../nbs/18a_fixmatch.ipynb #c84faa37
-def label_views(S: TrainState, ub: dict, src: dict|None, out_w: dict|None) -> tuple[torch.Tensor, torch.Tensor|None]:
+def label_views(state: TrainState, ub: dict, src: dict|None, out_w: dict|None) -> tuple[torch.Tensor, torch.Tensor|None]:
     "(p_w, p_src): probabilities of the weak views and of ACM's sources (or None), zero on padding, no gradient."
-    if S.cfg.method.teacher == 'ema':
-        p = teacher_views(S, weak=(ub['image'], ub['valid']), src=None if src is None else (src['image'], src['valid']))
+    if state.cfg.method.teacher == 'ema':
+        p = teacher_views(state, weak=(ub['image'], ub['valid']), src=None if src is None else (src['image'], src['valid']))
         return p['weak'], p.get('src')
     p_w = out_w['out'].detach().float().softmax(1) * ub['valid'][:, None]
     if src is None: return p_w, None
-    p_src = teacher_probs(S.student, src['image'], src['valid'])    # leaves the student in eval mode
-    S.student.train()                                               # the strong views follow: back to training
+    p_src = teacher_probs(state.student, src['image'], src['valid'])    # leaves the student in eval mode
+    state.student.train()                                               # the strong views follow: back to training
     return p_w, p_src
 
 # %% ../nbs/18a_fixmatch.ipynb #07fd40f9
-def strong_mix(S: TrainState, ub: dict, p_w: torch.Tensor, src: dict|None, p_src: torch.Tensor|None, g: torch.Generator,
+def strong_mix(state: TrainState, ub: dict, p_w: torch.Tensor, src: dict|None, p_src: torch.Tensor|None, g: torch.Generator,
                trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
     "(x_s, p_s, mixed, record): a strong view of the unlabeled batch, the probabilities labeling it, where another image went."
-    m = S.cfg.method
+    m = state.cfg.method
     with section(trace, 'strong view'): x_s = strong_view(ub['image'], m, g)
     if src is None:
         with section(trace, 'CutMix'): return (*cutmix(x_s, p_w, g, m.mix_area, return_mask=True, prob=m.mix_prob), None)
     with section(trace, 'strong view'): x_src = strong_view(src['image'], m, g)
-    return acm_paste(S, x_s, p_w, x_src, src, p_src, g, trace)
+    return acm_paste(state, x_s, p_w, x_src, src, p_src, g, trace)
 
 # %% ../nbs/18a_fixmatch.ipynb #c23c9a6b
 def threshold_loss(logits: torch.Tensor,  # student logits [B,C,H,W] on a view
@@ -95,18 +95,18 @@ def threshold_loss(logits: torch.Tensor,  # student logits [B,C,H,W] on a view
     ce = F.cross_entropy(logits.float(), y, reduction='none')
     return (ce * ((conf >= thresh) & (conf > 0))).sum() / (conf > 0).sum().clamp_min(1)
 
-def unlabeled_loss(S: TrainState, logits: torch.Tensor, p: torch.Tensor, g: torch.Generator,
+def unlabeled_loss(state: TrainState, logits: torch.Tensor, p: torch.Tensor, g: torch.Generator,
                    trace: Trace|None = None) -> tuple[torch.Tensor, dict|None]:
     "(L_u, record) of one view: `threshold_loss`, or with AES or DR on, AEL's Eq. 8-11 on the pseudo-labels over the threshold."
-    m = S.cfg.method
+    m = state.cfg.method
     if not (m.aes or m.dr): return threshold_loss(logits, p, m.conf_thresh), None
-    L_u, keep, w, rec = aes_dr_loss(S, logits, p, pseudo_label(p, m.conf_thresh), g, trace)
+    L_u, keep, w, rec = aes_dr_loss(state, logits, p, pseudo_label(p, m.conf_thresh), g, trace)
     return L_u, None if trace is None else merge_records(rec, keep=keep, w=w)
 
-def weak_to_strong_total(S: TrainState, L_s: torch.Tensor, L_u: torch.Tensor) -> torch.Tensor:
+def weak_to_strong_total(state: TrainState, L_s: torch.Tensor, L_u: torch.Tensor) -> torch.Tensor:
     "L_s + alpha L_u (alpha ramped as in every method), halved as FixMatch's and UniMatch's code do (`halve_loss`)."
-    m = S.cfg.method
-    L = L_s + alpha_ramp(S.it, m.alpha, m.alpha_rampup) * L_u
+    m = state.cfg.method
+    L = L_s + alpha_ramp(state.it, m.alpha, m.alpha_rampup) * L_u
     return L / 2 if m.halve_loss else L
 
 # %% ../nbs/18a_fixmatch.ipynb #f9df08a2
@@ -121,31 +121,31 @@ class WeakViews(NamedTuple):
     p_src: torch.Tensor|None            # labeler probabilities of ACM's sources
     record: dict|None                   # ACP's and ACM's sources' part of the step's record (None: no trace asked)
 
-def weak_views(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None,
+def weak_views(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None,
                fp: float = 0.0,         # UniMatch's feature-perturbation rate (0: none)
               ) -> WeakViews:
     "ACP, ACM's sources, the student's forward on labeled (and weak) views, the weak views labeled, ACM's class table."
-    x_l, y_l, r_cp = copy_paste_labeled(S, lb, g, trace)             # ACP (off: the labeled batch as it is)
-    src, r_src = acm_sources(S, ub, g, trace)                        # ACM's sources (off: None)
-    with section(trace, 'student forward'): out_l, out_w = forward_weak(S, x_l, ub['image'], fp)
-    with section(trace, 'teacher forward'): p_w, p_src = label_views(S, ub, src, out_w)   # p^w, no gradient
-    if src is not None: acm_table(S, ub, p_w, src, p_src, trace)
+    x_l, y_l, r_cp = copy_paste_labeled(state, lb, g, trace)             # ACP (off: the labeled batch as it is)
+    src, r_src = acm_sources(state, ub, g, trace)                        # ACM's sources (off: None)
+    with section(trace, 'student forward'): out_l, out_w = forward_weak(state, x_l, ub['image'], fp)
+    with section(trace, 'teacher forward'): p_w, p_src = label_views(state, ub, src, out_w)   # p^w, no gradient
+    if src is not None: acm_table(state, ub, p_w, src, p_src, trace)
     return WeakViews(x_l, y_l, out_l, out_w, p_w, src, p_src, None if trace is None else merge_records(r_cp, r_src))
 
 # %% ../nbs/18a_fixmatch.ipynb #39c111a6
-def fixmatch_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
+def fixmatch_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "FixMatch: L = (L_s + alpha L_u) / 2, L_u: the strong view's CE against the weak view's confident pseudo-labels; (L, logs, record)."
-    m = S.cfg.method
-    w = weak_views(S, lb, ub, g, trace)                              # ACP, ACM's sources, p^w
-    x_s, p_s, mixed, r_mix = strong_mix(S, ub, w.p_w, w.src, w.p_src, g, trace)   # x^s and the p^w that labels it
-    with section(trace, 'student forward'): out_s = S.student(x_s)
-    L_s = supervised_loss(w.out_l, w.y_l, S.cfg)                     # Eq. 1
-    L_u, r_u = unlabeled_loss(S, out_s['out'], p_s, g, trace)        # Eq. 2 of UniMatch (or AEL's Eq. 8-11)
-    r_bank = update_bank(S, w.out_l, w.y_l, trace)                   # Eq. 3-6: the bank AEL's components read
+    m = state.cfg.method
+    w = weak_views(state, lb, ub, g, trace)                              # ACP, ACM's sources, p^w
+    x_s, p_s, mixed, r_mix = strong_mix(state, ub, w.p_w, w.src, w.p_src, g, trace)   # x^s and the p^w that labels it
+    with section(trace, 'student forward'): out_s = state.student(x_s)
+    L_s = supervised_loss(w.out_l, w.y_l, state.cfg)                     # Eq. 1
+    L_u, r_u = unlabeled_loss(state, out_s['out'], p_s, g, trace)        # Eq. 2 of UniMatch (or AEL's Eq. 8-11)
+    r_bank = update_bank(state, w.out_l, w.y_l, trace)                   # Eq. 3-6: the bank AEL's components read
     passed = (p_s.amax(1) >= m.conf_thresh) & (p_s.amax(1) > 0)
     rec = None if trace is None else merge_records(
         w.record, r_mix, r_u, r_bank, lb_image=lb['image'], lb_label=lb['label'], x_l=w.x_l, ub_image=ub['image'],
         ub_index=ub['index'], p_t=w.p_w, x_u=x_s, p_u=p_s, cut_mask=mixed, passed=passed,
         y_hat=pseudo_label(p_s, m.conf_thresh), pred_u=out_s['out'].argmax(1))
-    return weak_to_strong_total(S, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
+    return weak_to_strong_total(state, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(),
                                                    pass_rate=passed.sum() / (p_s.amax(1) > 0).sum().clamp_min(1)), rec

@@ -72,11 +72,11 @@ def read_metrics(out) -> list[dict]:
     return [r for _, r in _records(p)] if p.exists() else []
 
 # %% ../nbs/19_runlog.ipynb #2a34ae44
-def evaluate_models(S: TrainState, data: RunData, device) -> dict:
+def evaluate_models(state: TrainState, data: RunData, device) -> dict:
     "Confusion matrices of the evaluated models (`eval.models`) on the validation set."
-    e, models = S.cfg.eval, dict(teacher=S.teacher, student=S.student)
+    e, models = state.cfg.eval, dict(teacher=state.teacher, student=state.student)
     return {name: evaluate(models[name], data.val, data.info, e.protocol, e.window, e.stride, e.crop, e.max_images,
-                           e.num_workers, S.cfg.optim.amp, max_size=e.max_size)
+                           e.num_workers, state.cfg.optim.amp, max_size=e.max_size)
             for name in e.models if models.get(name) is not None}
 
 # %% ../nbs/19_runlog.ipynb #72ed5415

@@ -66,7 +66,7 @@ class StepThrough:
 
     def evaluate(self) -> dict:
         "Per-class IoU of the evaluated models now (`eval.models`), added to `records`."
-        s = {k: cm.summary(self.info) for k, cm in evaluate_models(self.run.S, self.run.data, self.run.device).items()}
+        s = {k: cm.summary(self.info) for k, cm in evaluate_models(self.run.state, self.run.data, self.run.device).items()}
         self.records.append(dict(it=self.it, eval=s))
         return s
 

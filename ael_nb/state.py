@@ -87,27 +87,27 @@ def tiny_state(*over: str,              # `key=value` overrides on the CPU prese
     "The examples' fixture: a tiny run's state, its data, and one labeled and one unlabeled batch of two 32x32 crops."
     cfg = get_config('cpu', overrides=TINY + list(over))
     data = build_data(cfg); seed_everything(0)
-    S = build_state(cfg, data, torch.device('cpu')); S.student.train(train)
+    state = build_state(cfg, data, torch.device('cpu')); state.student.train(train)
     lb = collate([Augmented(data.labeled, (32, 32))[(i, i)] for i in range(2)])
     ub = collate([Augmented(data.unlabeled, (32, 32), labeled=False)[(i, i)] for i in range(2)])
-    return S, data, lb, ub
+    return state, data, lb, ub
 
 # %% ../nbs/17_state.ipynb #1bd24933
-def rank_state(S: TrainState) -> dict:
+def rank_state(state: TrainState) -> dict:
     "What differs between ranks: the random states, ACM's pending draw, the log sums."
-    return dict(rng=rng_state(), acm_next=None if S.sources is None else S.sources.state_dict(),
-                acc={k: v.item() if torch.is_tensor(v) else v for k, v in S.acc.items()})   # the sums live on the device
+    return dict(rng=rng_state(), acm_next=None if state.sources is None else state.sources.state_dict(),
+                acc={k: v.item() if torch.is_tensor(v) else v for k, v in state.acc.items()})   # the sums live on the device
 
-def checkpoint(S: TrainState) -> dict:
+def checkpoint(state: TrainState) -> dict:
     "The state of a run as a dict of plain objects and tensors; `ranks` holds every rank's `rank_state` (a collective under DDP)."
-    ranks = [rank_state(S)]
-    if world_size() > 1: ranks = [None] * world_size(); dist.all_gather_object(ranks, rank_state(S))
-    return dict(student=unwrap(S.student).state_dict(), teacher=None if S.teacher is None else S.teacher.state_dict(),
-                optimizer=S.optimizer.state_dict(), scheduler=S.scheduler.state_dict(), scaler=S.scaler.state_dict(),
-                bank=S.bank.state_dict(), table=None if S.table is None else S.table.state_dict(),
-                it=S.it, best=dict(S.best), ranks=ranks, config=to_dict(S.cfg), num_classes=S.info.num_classes,
-                info=dict(name=S.info.name, class_names=list(S.info.class_names), palette=[tuple(c) for c in S.info.palette],
-                          tail_classes=list(S.info.tail_classes), ignore_index=S.info.ignore_index))
+    ranks = [rank_state(state)]
+    if world_size() > 1: ranks = [None] * world_size(); dist.all_gather_object(ranks, rank_state(state))
+    return dict(student=unwrap(state.student).state_dict(), teacher=None if state.teacher is None else state.teacher.state_dict(),
+                optimizer=state.optimizer.state_dict(), scheduler=state.scheduler.state_dict(), scaler=state.scaler.state_dict(),
+                bank=state.bank.state_dict(), table=None if state.table is None else state.table.state_dict(),
+                it=state.it, best=dict(state.best), ranks=ranks, config=to_dict(state.cfg), num_classes=state.info.num_classes,
+                info=dict(name=state.info.name, class_names=list(state.info.class_names), palette=[tuple(c) for c in state.info.palette],
+                          tail_classes=list(state.info.tail_classes), ignore_index=state.info.ignore_index))
 
 # %% ../nbs/17_state.ipynb #615869ae
 PREVIOUS = 'previous.pth'   # what `latest.pth` held before its last write, kept beside it
@@ -122,9 +122,9 @@ def write_checkpoint(ck: dict, path, previous=None) -> Path:
         os.replace(tmp, previous)
     return atomic_save(seal(ck), path)
 
-def save_checkpoint(S: TrainState, path) -> Path:
-    "Write `checkpoint(S)` atomically to `path` (single process; `Run.save` under DDP)."
-    return write_checkpoint(checkpoint(S), path)
+def save_checkpoint(state: TrainState, path) -> Path:
+    "Write `checkpoint(state)` atomically to `path` (single process; `Run.save` under DDP)."
+    return write_checkpoint(checkpoint(state), path)
 
 # %% ../nbs/17_state.ipynb #5d7aa516
 def _load(path, map_location) -> dict:
@@ -158,32 +158,32 @@ def load_weights(module: nn.Module, sd: dict, path, ck_config: dict, cfg: Config
         raise DataError(path, f"its weights do not fit this network ({str(e).strip().splitlines()[0][:200]})") from None
 
 # %% ../nbs/17_state.ipynb #712b76c6
-def load_checkpoint(S: TrainState, path) -> TrainState:
-    "Restore `S` from a checkpoint file (the run continues at `S.it`); tensors go to where `S` keeps them."
+def load_checkpoint(state: TrainState, path) -> TrainState:
+    "Restore `state` from a checkpoint file (the run continues at `state.it`); tensors go to where `state` keeps them."
     ck = read_checkpoint(path)                                   # on the CPU: RNG states must stay there
     if 'optimizer' not in ck:
         raise DataError(path, "holds the models only (as best.pth does): continue a run from its latest.pth")
-    changed = [f"{k}: {a!r} -> {b!r}" for k, (a, b) in config_diff(ck['config'], S.cfg, RUN_KEYS).items()]
+    changed = [f"{k}: {a!r} -> {b!r}" for k, (a, b) in config_diff(ck['config'], state.cfg, RUN_KEYS).items()]
     if changed and is_main(): warnings.warn(f"resuming {path} with a changed configuration: {'; '.join(changed)}")
-    if ck['num_classes'] != S.info.num_classes:
+    if ck['num_classes'] != state.info.num_classes:
         raise DataError(path, f"checkpoint has {ck['num_classes']} classes, "
-                              f"dataset {S.info.name!r} has {S.info.num_classes}")
-    load_weights(unwrap(S.student), ck['student'], path, ck['config'], S.cfg)
-    if S.teacher is not None: load_weights(S.teacher, ck['teacher'], path, ck['config'], S.cfg)
-    S.optimizer.load_state_dict(ck['optimizer']); S.scheduler.load_state_dict(ck['scheduler'])
-    S.scaler.load_state_dict(ck['scaler'])
-    S.bank.load_state_dict(ck['bank'])
-    if S.table is not None and ck['table'] is not None: S.table.load_state_dict(ck['table'])
+                              f"dataset {state.info.name!r} has {state.info.num_classes}")
+    load_weights(unwrap(state.student), ck['student'], path, ck['config'], state.cfg)
+    if state.teacher is not None: load_weights(state.teacher, ck['teacher'], path, ck['config'], state.cfg)
+    state.optimizer.load_state_dict(ck['optimizer']); state.scheduler.load_state_dict(ck['scheduler'])
+    state.scaler.load_state_dict(ck['scaler'])
+    state.bank.load_state_dict(ck['bank'])
+    if state.table is not None and ck['table'] is not None: state.table.load_state_dict(ck['table'])
     # no `ranks`: one rank's state at the top level
     ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]
     if len(ranks) != world_size() and is_main():
         warnings.warn(f"resuming {path} (written by {len(ranks)} processes) on {world_size()}: "
                       "data order and ACM draws differ from the original run")
     mine = ranks[rank()] if rank() < len(ranks) else dict(ranks[0], acm_next=None, acc={})
-    if S.sources is not None: S.sources.load_state_dict(mine['acm_next'], S.table.table.device)
-    S.it, S.best, S.acc = ck['it'], dict(ck['best']), dict(mine['acc'])
+    if state.sources is not None: state.sources.load_state_dict(mine['acm_next'], state.table.table.device)
+    state.it, state.best, state.acc = ck['it'], dict(ck['best']), dict(mine['acc'])
     set_rng_state(mine['rng'])
-    return S
+    return state
 
 # %% ../nbs/17_state.ipynb #fc319a1f
 def load_model(path,                 # a checkpoint written by `train`

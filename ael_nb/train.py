@@ -74,19 +74,19 @@ class Held:
 
 class Run:
     "A training run, set up once: configuration, data, state, log, and its state grouped by meaning below."
-    def __init__(self, cfg: Config, data: RunData, S: TrainState, device: torch.device, log: RunLog, stop: int,
+    def __init__(self, cfg: Config, data: RunData, state: TrainState, device: torch.device, log: RunLog, stop: int,
                  held: Held|None = None):
         from tqdm.auto import tqdm
-        self.cfg, self.data, self.S, self.device, self.log, self.held = cfg, data, S, device, log, held or Held()
+        self.cfg, self.data, self.state, self.device, self.log, self.held = cfg, data, state, device, log, held or Held()
         self.out, self.step_fn = Path(cfg.run.out), step_function(cfg.method)
         self.schedule = Schedule(stop, SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes))
         self.loaders = self._loaders()
         self.stops, self.cms, self.summaries = StopState(), {}, {}     # cms, summaries: the last evaluation
-        self.meter = Meter(tqdm(total=cfg.optim.iters, initial=S.it, disable=not (cfg.run.progress and is_main()),
-                                desc=cfg.method.name, dynamic_ncols=True), first_it=S.it)
+        self.meter = Meter(tqdm(total=cfg.optim.iters, initial=state.it, disable=not (cfg.run.progress and is_main()),
+                                desc=cfg.method.name, dynamic_ncols=True), first_it=state.it)
 
     @property
-    def it(self) -> int: return self.S.it
+    def it(self) -> int: return self.state.it
     @property
     def stop(self) -> int: return self.schedule.stop
     @property
@@ -101,7 +101,7 @@ class Run:
 def _loaders(self: Run) -> Loaders:
     "The labeled and (semi-supervised methods) unlabeled batches, from the state's step to the run's last."
     cfg, accum = self.cfg, self.cfg.optim.accum_steps
-    first, last = self.S.it * accum, self.stop * accum                 # in micro-batches
+    first, last = self.state.it * accum, self.stop * accum                 # in micro-batches
     labeled = iter(make_loader(self.data.labeled, micro_batch(cfg), cfg, 0, first, last, True, self.device))
     if cfg.method.name == 'supervised': return Loaders(labeled)
     return Loaders(labeled, iter(make_loader(self.data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False,
@@ -111,7 +111,7 @@ def _loaders(self: Run) -> Loaders:
 def close(self: Run):
     "Stop the progress bar, the ACM loader thread and the log, release the run directory, end the group this run made."
     self.meter.bar.close(); self.log.close()
-    if self.S.sources is not None: self.S.sources.close()
+    if self.state.sources is not None: self.state.sources.close()
     if self.held.lock is not None: self.held.lock.release()
     if self.held.group and dist_ready(): dist.destroy_process_group(); self.held.group = False
 
@@ -139,9 +139,9 @@ def setup(cfg: Config,
         data = build_data(cfg)                                         # fails here on bad files
         if cfg.method.name != 'supervised' and data.unlabeled is None:
             raise ValueError(f"method {cfg.method.name!r} needs unlabeled images; the manifest has none")
-        S = build_state(cfg, data, device)
-        if cfg.run.resume: load_checkpoint(S, _latest(out))
-        elif init is not None: load_checkpoint(S, init)
+        state = build_state(cfg, data, device)
+        if cfg.run.resume: load_checkpoint(state, _latest(out))
+        elif init is not None: load_checkpoint(state, init)
         check_classes(cfg, data.info.num_classes, data.info.name)      # the preset's class ids against the dataset's
         stop = min(cfg.optim.iters, cfg.run.stop_at) if cfg.run.stop_at is not None else cfg.optim.iters
         if is_main():
@@ -149,12 +149,12 @@ def setup(cfg: Config,
             save_config(as_given, out / 'config.yaml')
             atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
                 labeled=len(data.labeled), unlabeled=_n_unlabeled(data)), indent=1))
-            if cfg.run.progress: print(_banner(cfg, as_given, data, device, f"steps {S.it}..{stop} of {cfg.optim.iters}"))
-        log = RunLog(out, cfg.run.tensorboard, S.it if (cfg.run.resume or init is not None) else None)
+            if cfg.run.progress: print(_banner(cfg, as_given, data, device, f"steps {state.it}..{stop} of {cfg.optim.iters}"))
+        log = RunLog(out, cfg.run.tensorboard, state.it if (cfg.run.resume or init is not None) else None)
         if changes:
-            log.write(dict(it=S.it, config_changes=changes))
-            if is_main(): print(f"resumed at step {S.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
-        return Run(cfg, data, S, device, log, stop, Held(lock, owns_group))
+            log.write(dict(it=state.it, config_changes=changes))
+            if is_main(): print(f"resumed at step {state.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
+        return Run(cfg, data, state, device, log, stop, Held(lock, owns_group))
     except BaseException:
         if lock is not None: lock.release()
         raise
@@ -180,23 +180,23 @@ def _banner(cfg: Config, as_given: Config, data: RunData, device: torch.device, 
 @patch
 def step(self: Run, trace: Trace|None = None) -> Trace|None:
     "One optimiser step, logged every `run.log_interval` steps; returns the trace given or made (`run.trace_interval`)."
-    S, cfg = self.S, self.cfg
-    if S.it >= self.stop:
+    state, cfg = self.state, self.cfg
+    if state.it >= self.stop:
         raise RuntimeError(f"{self}: the run has reached its last step ({self.stop}); raise optim.iters or run.stop_at")
-    saving = trace is None and bool(cfg.run.trace_interval) and (S.it + 1) % cfg.run.trace_interval == 0
+    saving = trace is None and bool(cfg.run.trace_interval) and (state.it + 1) % cfg.run.trace_interval == 0
     if saving: trace = Trace()
     loss, logs, vals = self._micro_batches(trace)
     with section(trace, 'bank'): self._apply_bank(trace)          # what the micro-batches saw, once
     bad, self.stops.stopping, self.stops.late = agree(not self._read(vals), self.stops.signals.received is not None,
                                                       self.schedule.saves.late(), device=self.device)
     if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
-    lr = S.optimizer.param_groups[0]['lr']
+    lr = state.optimizer.param_groups[0]['lr']
     with section(trace, 'optimizer + EMA'): self._update(skip=bad)
-    S.it += 1; self._accumulate({} if bad else vals)
+    state.it += 1; self._accumulate({} if bad else vals)
     self.meter.bar.update(1)
-    if S.it % cfg.run.log_interval == 0 or S.it == cfg.optim.iters: self._log(lr)
-    if trace is not None: trace.record(it=S.it, loss=float(loss.detach()), **{k: float(v) for k, v in logs.items()})
-    if saving and is_main(): save_trace(trace, self.out, S.it, cfg.run.trace_images)
+    if state.it % cfg.run.log_interval == 0 or state.it == cfg.optim.iters: self._log(lr)
+    if trace is not None: trace.record(it=state.it, loss=float(loss.detach()), **{k: float(v) for k, v in logs.items()})
+    if saving and is_main(): save_trace(trace, self.out, state.it, cfg.run.trace_images)
     return trace
 
 # %% ../nbs/20_train.ipynb #e45baefa
@@ -211,7 +211,7 @@ def _on_device(v: torch.Tensor) -> torch.Tensor:
 @patch
 def _read(self: Run, vals: dict) -> bool:
     "The step's one read from the device: are its logged values all finite, and, in the same copy, ACM's next images."
-    finite, src = torch.isfinite(torch.stack(list(vals.values()))).all().long().view(1), self.S.sources
+    finite, src = torch.isfinite(torch.stack(list(vals.values()))).all().long().view(1), self.state.sources
     if src is None or src.unread is None: return bool(finite.tolist()[0])
     host = torch.cat([finite, src.unread.to(finite.device)]).tolist()
     src.start(host[1:])
@@ -220,19 +220,19 @@ def _read(self: Run, vals: dict) -> bool:
 @patch
 def _micro_batches(self: Run, trace: Trace|None):
     "Forward and backward of `optim.accum_steps` micro-batches; the last loss and logs, and the logs' step averages."
-    S, cfg, device = self.S, self.cfg, self.device
-    g = make_generator(mix_seed(cfg.run.seed, 3, S.it, rank()), device)
-    S.student.train(); S.optimizer.zero_grad(set_to_none=True)
+    state, cfg, device = self.state, self.cfg, self.device
+    g = make_generator(mix_seed(cfg.run.seed, 3, state.it, rank()), device)
+    state.student.train(); state.optimizer.zero_grad(set_to_none=True)
     accum, ranks, vals = cfg.optim.accum_steps, world_size() if cfg.optim.loss_per_rank else 1, {}
-    begin_bank(S, accum)                                            # one bank update per optimiser step
+    begin_bank(state, accum)                                            # one bank update per optimiser step
     for a in range(accum):
         with section(trace, 'data'):
             lb, ub = to_device(next(self.loaders.labeled), device), to_device(next(self.loaders.unlabeled), device) if self.semi else None
-        ddp = isinstance(S.student, nn.parallel.DistributedDataParallel) and a < accum - 1
-        with S.student.no_sync() if ddp else nullcontext():
-            with _autocast(device, cfg.optim.amp): loss, logs, rec = self.step_fn(S, lb, ub, g, trace if a == 0 else None)
+        ddp = isinstance(state.student, nn.parallel.DistributedDataParallel) and a < accum - 1
+        with state.student.no_sync() if ddp else nullcontext():
+            with _autocast(device, cfg.optim.amp): loss, logs, rec = self.step_fn(state, lb, ub, g, trace if a == 0 else None)
             if rec is not None: trace.record(**rec)                    # what the first micro-batch decided
-            with section(trace, 'backward'): S.scaler.scale(loss / (accum * ranks)).backward()
+            with section(trace, 'backward'): state.scaler.scale(loss / (accum * ranks)).backward()
         for k, v in dict(logs, loss=loss).items(): vals[k] = vals.get(k, 0) + _on_device(v) / accum
         self.meter.n_img += len(lb['image']) + (len(ub['image']) if self.semi else 0)
     return loss, logs, vals
@@ -241,32 +241,32 @@ def _micro_batches(self: Run, trace: Trace|None):
 @patch
 def _apply_bank(self: Run, trace: Trace|None):
     "The bank update the micro-batches left pending, and the class table's sync over ranks."
-    S = self.S
-    if end_bank(S) and trace is not None: trace.record(bank_after=S.bank.conf)
-    if S.table is not None and world_size() > 1: S.table.sync()
+    state = self.state
+    if end_bank(state) and trace is not None: trace.record(bank_after=state.bank.conf)
+    if state.table is not None and world_size() > 1: state.table.sync()
 
 @patch
 def _update(self: Run, skip: bool):
     "Optimiser (not for a skipped step), schedule, BN statistics over ranks, EMA teacher."
-    S, cfg = self.S, self.cfg
-    if not skip: S.scaler.step(S.optimizer); S.scaler.update()
-    S.scheduler.step()
-    average_buffers(S.student)                                      # DDP: BN statistics of all ranks
-    if S.teacher is not None and not skip:
-        ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers)
+    state, cfg = self.state, self.cfg
+    if not skip: state.scaler.step(state.optimizer); state.scaler.update()
+    state.scheduler.step()
+    average_buffers(state.student)                                      # DDP: BN statistics of all ranks
+    if state.teacher is not None and not skip:
+        ema_update(state.teacher, state.student, state.it, cfg.method.ema_decay, cfg.method.ema_buffers)
 
 # %% ../nbs/20_train.ipynb #1bf3d0a6
 @patch
 def _nonfinite(self: Run, vals: dict):
     "A non-finite loss at this step on some rank: raise `Diverged` (`run.on_nonfinite='stop'`), or skip the step."
-    cfg, S, vals = self.cfg, self.S, {k: float(v) for k, v in vals.items()}
+    cfg, state, vals = self.cfg, self.state, {k: float(v) for k, v in vals.items()}
     bad = [f"{k} {v}" for k, v in vals.items() if not finite_values({k: v})] or ['on another rank']
-    what = f"step {S.it + 1} of {cfg.optim.iters}: non-finite loss ({', '.join(bad)})"
+    what = f"step {state.it + 1} of {cfg.optim.iters}: non-finite loss ({', '.join(bad)})"
     if cfg.run.on_nonfinite == 'stop':
         raise Diverged(f"{what}; stopped before the update, nothing saved from it "
                        "(lower optim.lr, or run.on_nonfinite=skip)")
     self.stops.skipped_in_a_row += 1
-    poisoned, = agree(bool(nonfinite_tensors(S.student)), device=self.device)   # the forward's BN statistics
+    poisoned, = agree(bool(nonfinite_tensors(state.student)), device=self.device)   # the forward's BN statistics
     if poisoned: raise Diverged(f"{what}; the forward left non-finite batch-norm statistics")
     if self.stops.skipped_in_a_row > cfg.run.max_skipped:
         raise Diverged(f"{what}; {self.stops.skipped_in_a_row} steps in a row skipped "
@@ -275,24 +275,24 @@ def _nonfinite(self: Run, vals: dict):
 @patch
 def _accumulate(self: Run, vals: dict):
     "Add a step's logged values to the sums of the state (none for a skipped step), on the device."
-    acc = self.S.acc
+    acc = self.state.acc
     if vals: self.stops.skipped_in_a_row = 0
     for k, v in dict(vals, _n=1 if vals else 0, skipped=0 if vals else 1).items(): acc[k] = acc.get(k, 0) + v
 
 @patch
 def _log(self: Run, lr: float):
     "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank, skipped steps): the sums' one read from the device."
-    dt, names, acc = time.time() - self.meter.t0, self.data.info.class_names, self.S.acc
+    dt, names, acc = time.time() - self.meter.t0, self.data.info.class_names, self.state.acc
     steps, skipped = acc.pop('_n', 0), acc.pop('skipped', 0)
     rec = dict(it=self.it, **{k: float(v) / max(steps, 1) for k, v in acc.items()},
                **(dict(skipped=skipped) if skipped else {}), lr=lr, img_per_s=self.meter.n_img * world_size() / max(dt, 1e-9),
-               conf=[round(c, 5) for c in self.S.bank.conf.tolist()],
+               conf=[round(c, 5) for c in self.state.bank.conf.tolist()],
                peak_mem_gb=[round(m, 3) for m in rank_values(peak_memory_gb(self.device), self.device)])
     self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf', 'peak_mem_gb')}
                    | {f'conf/{n}': c for n, c in zip(names, rec['conf'])}
                    | {'train/peak_mem_gb': max(rec['peak_mem_gb'])})
     if 'loss' in rec: self.meter.bar.set_postfix(loss=f"{rec['loss']:.3f}")
-    self.S.acc, self.meter.t0, self.meter.n_img = {}, time.time(), 0
+    self.state.acc, self.meter.t0, self.meter.n_img = {}, time.time(), 0
 
 # %% ../nbs/20_train.ipynb #3cc637e9
 @patch
@@ -315,14 +315,14 @@ def eval_due(self: Run) -> bool:
 @patch
 def evaluate(self: Run) -> dict:
     "Evaluate `eval.models` on the validation set, log it, keep `best.pth`, write `latest.pth`; returns the summaries."
-    te, S = time.time(), self.S
+    te, state = time.time(), self.state
     self._check_weights()                                           # an mIoU of NaN weights is no result
-    self.cms = evaluate_models(S, self.data, self.device)
+    self.cms = evaluate_models(state, self.data, self.device)
     self.summaries = {k: cm.summary(self.data.info) for k, cm in self.cms.items()}
-    self.log.write(dict(it=S.it, eval=self.summaries), eval_scalars(self.summaries))
+    self.log.write(dict(it=state.it, eval=self.summaries), eval_scalars(self.summaries))
     name = self.cfg.eval.select if self.cfg.eval.select in self.summaries else next(iter(self.summaries))
-    if self.summaries[name]['miou'] > S.best['miou']:
-        S.best = dict(it=S.it, miou=self.summaries[name]['miou'], tail_miou=self.summaries[name]['tail_miou'],
+    if self.summaries[name]['miou'] > state.best['miou']:
+        state.best = dict(it=state.it, miou=self.summaries[name]['miou'], tail_miou=self.summaries[name]['tail_miou'],
                       model=name)
         self._write('best.pth', models_only)                      # evaluation and fine-tuning read it, never a resume
     self.save()
@@ -330,14 +330,14 @@ def evaluate(self: Run) -> dict:
     return self.summaries
 
 @patch
-def _check_weights(self: Run): check_weights(dict(student=self.S.student, teacher=self.S.teacher), f"step {self.it}")
+def _check_weights(self: Run): check_weights(dict(student=self.state.student, teacher=self.state.teacher), f"step {self.it}")
 
 @patch
 def _write(self: Run, name: str,
            keep=None):   # what of the checkpoint to write (`models_only`); default all
     "Write the checkpoint `<out>/<name>` atomically if the weights are finite; a full disk raises `NoSpace`."
     self._check_weights()
-    ck = checkpoint(self.S)                                         # gathers every rank's own state
+    ck = checkpoint(self.state)                                         # gathers every rank's own state
     if keep is not None: ck = keep(ck)
     if is_main():
         prev = self.out / PREVIOUS if name == 'latest.pth' and self.cfg.run.keep_previous else None
@@ -356,18 +356,18 @@ def preempt(self: Run):
 @patch
 def finish(self: Run) -> dict:
     "The final summary (also `summary.json`), with per-class table and plots if the schedule is done; closes the run."
-    S, cfg = self.S, self.cfg
+    state, cfg = self.state, self.cfg
     if self.stops.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
-        raise Diverged(f"step {S.it}: the last {self.stops.skipped_in_a_row} steps had non-finite losses and were skipped; "
+        raise Diverged(f"step {state.it}: the last {self.stops.skipped_in_a_row} steps had non-finite losses and were skipped; "
                        "the run did not recover")
-    if S.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
-    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=S.it, iters=cfg.optim.iters,
+    if state.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
+    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=state.it, iters=cfg.optim.iters,
                    amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
                    path=instruction_path(self.device, cfg.optim.amp), threads=torch.get_num_threads(),
                    torch=torch.__version__, time_s=time.time() - self.meter.t_start, manifest=self.data.manifest_name,
-                   manifest_hash=self.data.manifest_hash, best=S.best, last=self.summaries,
-                   conf=[float(c) for c in S.bank.conf], weights=weights_digest(S.student),
-                   teacher_weights=None if S.teacher is None else weights_digest(S.teacher),
+                   manifest_hash=self.data.manifest_hash, best=state.best, last=self.summaries,
+                   conf=[float(c) for c in state.bank.conf], weights=weights_digest(state.student),
+                   teacher_weights=None if state.teacher is None else weights_digest(state.teacher),
                    peak_mem_gb=rank_values(peak_memory_gb(self.device), self.device))
     if is_main():
         if self.cms: summary['table'] = markdown_table(write_results(self.out, self.cms, self.data.info, cfg.run.plots))

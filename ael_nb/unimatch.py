@@ -15,19 +15,19 @@ from .fixmatch import weak_views, strong_mix, unlabeled_loss, weak_to_strong_tot
 __all__ = ['unimatch_step']
 
 # %% ../nbs/18b_unimatch.ipynb #a22fbd6c
-def unimatch_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
+def unimatch_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
     "UniMatch: L = (L_s + alpha (w_img mean_k L_u(strong view k) + w_fp L_u(feature-perturbed weak view))) / 2; (L, logs, record)."
-    m = S.cfg.method
-    x_l, y_l, out_l, out_w, p_w, src, p_src, r_weak = weak_views(S, lb, ub, g, trace, m.fp_dropout)   # ACP, ACM's sources, p^w
-    views = [strong_mix(S, ub, p_w, src, p_src, g, trace) for _ in range(m.strong_views)]   # (x^s_k, p^s_k, mixed_k, record_k)
-    with section(trace, 'student forward'): out_s = S.student(torch.cat([v[0] for v in views]))['out'].chunk(len(views))
-    L_s = supervised_loss(out_l, y_l, S.cfg)                         # Eq. 1
-    L_k = [unlabeled_loss(S, o, v[1], g, trace if k == 0 else None) for k, (o, v) in enumerate(zip(out_s, views))]
+    m = state.cfg.method
+    x_l, y_l, out_l, out_w, p_w, src, p_src, r_weak = weak_views(state, lb, ub, g, trace, m.fp_dropout)   # ACP, ACM's sources, p^w
+    views = [strong_mix(state, ub, p_w, src, p_src, g, trace) for _ in range(m.strong_views)]   # (x^s_k, p^s_k, mixed_k, record_k)
+    with section(trace, 'student forward'): out_s = state.student(torch.cat([v[0] for v in views]))['out'].chunk(len(views))
+    L_s = supervised_loss(out_l, y_l, state.cfg)                         # Eq. 1
+    L_k = [unlabeled_loss(state, o, v[1], g, trace if k == 0 else None) for k, (o, v) in enumerate(zip(out_s, views))]
     L_img = sum(L for L, _ in L_k) / len(views)
-    L_fp = unlabeled_loss(S, out_w['fp'], p_w, g)[0] if m.fp_dropout else torch.zeros_like(L_img)
+    L_fp = unlabeled_loss(state, out_w['fp'], p_w, g)[0] if m.fp_dropout else torch.zeros_like(L_img)
     w_img, w_fp = m.unimatch_weights
     L_u = w_img * L_img + w_fp * L_fp
-    r_bank = update_bank(S, out_l, y_l, trace)                       # Eq. 3-6: the bank AEL's components read
+    r_bank = update_bank(state, out_l, y_l, trace)                       # Eq. 3-6: the bank AEL's components read
     passed = (p_w.amax(1) >= m.conf_thresh) & (p_w.amax(1) > 0)
     rec = None
     if trace is not None:                                            # the first strong view's pictures and AES (ACM's find: the last)
@@ -38,6 +38,6 @@ def unimatch_step(S: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: 
                             pred_u=out_s[0].argmax(1),
                             **({'pred_fp': out_w['fp'].argmax(1)} if m.fp_dropout else {}),
                             **({'x_u2': rest[0][0], 'p_u2': rest[0][1], 'cut_mask2': rest[0][2]} if rest else {}))
-    return weak_to_strong_total(S, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(), loss_img=L_img.detach(),
+    return weak_to_strong_total(state, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(), loss_img=L_img.detach(),
                                                    loss_fp=L_fp.detach(),
                                                    pass_rate=passed.sum() / (p_w.amax(1) > 0).sum().clamp_min(1)), rec

@@ -94,7 +94,7 @@ def time_steps(args, device, variants: dict) -> dict:
         tr = modes[mode]()
         sync(device); t0 = time.perf_counter()
         run.step(tr)
-        if run.S.sources is not None and run.S.sources.future is not None: run.S.sources.future.result()   # next sources loaded within this step
+        if run.state.sources is not None and run.state.sources.future is not None: run.state.sources.future.result()   # next sources loaded within this step
         sync(device); dt = time.perf_counter() - t0
         if mode == 'timed':
             for k, v in tr.times.items(): sections[name][k] = sections[name].get(k, 0.0) + v

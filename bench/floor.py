@@ -92,8 +92,8 @@ def floor_fn(run, n_student_u: int, n_teacher: int):
     from ael_nb.train import _autocast
     cfg, dev = run.cfg, run.device
     fmt = torch.channels_last if cfg.model.channels_last else torch.contiguous_format
-    student = copy.deepcopy(unwrap(run.S.student)).train()
-    teacher = copy.deepcopy(run.S.teacher if run.S.teacher is not None else student).eval()
+    student = copy.deepcopy(unwrap(run.state.student)).train()
+    teacher = copy.deepcopy(run.state.teacher if run.state.teacher is not None else student).eval()
     if cfg.model.compile: student.compile(); teacher.compile()       # a deep copy drops the compilation
     n_l = micro_batch(cfg)
     lb = images(run.data.labeled, n_l, cfg, True)
@@ -129,7 +129,7 @@ def step_fn(run):
     "One `Run.step()`; with AEL's background source loading, the step ends when the next step's sources are loaded."
     def fn(trace=None):
         run.step(trace)
-        if run.S.sources is not None and run.S.sources.future is not None: run.S.sources.future.result()
+        if run.state.sources is not None and run.state.sources.future is not None: run.state.sources.future.result()
     return fn
 
 

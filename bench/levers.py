@@ -65,7 +65,7 @@ def part_data(reps: int) -> dict:
     ts = {'labeled + unlabeled batch': [], 'ACM sources (8 scenes)': []}
     for _ in range(reps):
         c0 = time.process_time(); next(run.loaders.labeled); next(run.loaders.unlabeled); ts['labeled + unlabeled batch'].append(time.process_time() - c0)
-        c0 = time.process_time(); collate([run.S.sources.unlabeled[(i, i)] for i in range(8)]); ts['ACM sources (8 scenes)'].append(time.process_time() - c0)
+        c0 = time.process_time(); collate([run.state.sources.unlabeled[(i, i)] for i in range(8)]); ts['ACM sources (8 scenes)'].append(time.process_time() - c0)
     run.close()
     return {k: spread(v) for k, v in ts.items()}
 
@@ -110,15 +110,15 @@ def main(argv=None):
         for _ in range(a.steps):
             tr = Trace(timed=True) if timed else None
             t0, c0 = time.perf_counter(), time.process_time(); run.step(tr)
-            if run.S.sources is not None and run.S.sources.future is not None: run.S.sources.future.result()
+            if run.state.sources is not None and run.state.sources.future is not None: run.state.sources.future.result()
             ts.append(time.perf_counter() - t0); cs.append(time.process_time() - c0)
             if timed: data_t[name].append(tr.times.get('data', float('nan')))
         return statistics.median(ts), statistics.median(cs)
     def evals(name):
         torch.set_num_threads(VARIANTS[name][1])
         run = runs[name]; models = run.cfg.eval.models
-        run.cfg.eval.models = ('teacher',)       # evaluate_models reads S.cfg, the same object
-        t0, c0 = time.perf_counter(), time.process_time(); evaluate_models(run.S, run.data, run.device)
+        run.cfg.eval.models = ('teacher',)       # evaluate_models reads state.cfg, the same object
+        t0, c0 = time.perf_counter(), time.process_time(); evaluate_models(run.state, run.data, run.device)
         run.cfg.eval.models = models
         return (time.perf_counter() - t0) / a.eval_images, (time.process_time() - c0) / a.eval_images
     for name in runs: steps(name)                                            # warm-up (and the ACM table fills)

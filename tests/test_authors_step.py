@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 def state(run):
     "The ONE adapter to the engine's internals: a `Run`'s state (`student`, `teacher`, `bank.conf`, `table.table`, step `it`)."
-    return run.S
+    return run.state
 
 
 # a tiny `cityscapes-authors` run: synthetic 32x48 scenes (non-square, so the class table's two rules differ),
@@ -63,19 +63,19 @@ def one_step(overrides: tuple = (), craft: str|None = None, it: int|None = None,
     "One step of the tiny run: its config, trace, and the state before and after (bank, table, student, teacher)."
     cfg = get_config('cityscapes-authors', overrides=BASE + list(overrides) + [f'run.out={RUNS.name}/{next(COUNT)}'])
     with setup(cfg) as run:
-        S = state(run)
-        rec = SimpleNamespace(cfg=cfg, m=cfg.method, bank_start=S.bank.conf.clone())
-        if conf is not None: S.bank.conf.fill_(conf)
+        state = state(run)
+        rec = SimpleNamespace(cfg=cfg, m=cfg.method, bank_start=state.bank.conf.clone())
+        if conf is not None: state.bank.conf.fill_(conf)
         elif craft is None:               # a bank that is not uniform, so that AES and Eq. 7 tell the switches apart
-            S.bank.conf.copy_(torch.rand(C, generator=torch.Generator().manual_seed(0)) * 0.8 + 0.1)
+            state.bank.conf.copy_(torch.rand(C, generator=torch.Generator().manual_seed(0)) * 0.8 + 0.1)
         else:                             # ACM draws C1 (lowest confidence, temperature 0.05), the teacher draws the map
-            S.bank.conf.fill_(1.0); S.bank.conf[C1] = 0.0
-            S.teacher.forward = labels_by(fixed_map(craft))
-        if it is not None: S.it = it
-        rec.bank0, rec.student0, rec.teacher0 = S.bank.conf.clone(), copy.deepcopy(S.student), copy.deepcopy(S.teacher)
+            state.bank.conf.fill_(1.0); state.bank.conf[C1] = 0.0
+            state.teacher.forward = labels_by(fixed_map(craft))
+        if it is not None: state.it = it
+        rec.bank0, rec.student0, rec.teacher0 = state.bank.conf.clone(), copy.deepcopy(state.student), copy.deepcopy(state.teacher)
         rec.trace = run.step(Trace())
-        rec.bank1, rec.table1, rec.student1, rec.teacher1 = (S.bank.conf.clone(), S.table.table.clone(),
-                                                             copy.deepcopy(S.student), copy.deepcopy(S.teacher))
+        rec.bank1, rec.table1, rec.student1, rec.teacher1 = (state.bank.conf.clone(), state.table.table.clone(),
+                                                             copy.deepcopy(state.student), copy.deepcopy(state.teacher))
     return rec
 
 def crafted(craft, *overrides): return one_step(('method.temperature=0.05',) + overrides, craft)

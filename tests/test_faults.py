@@ -77,9 +77,9 @@ def test_diverged_run_fails_and_saves_nothing_poisoned(tmp_path, policy):
 
 def test_nonfinite_step_skipped_on_request(tmp_path, monkeypatch):
     real = methods_mod.METHODS['ael']
-    def nan_at_step_2(S, lb, ub, g, trace=None):
-        loss, logs, rec = real(S, lb, ub, g, trace)
-        return (loss * float('nan') if S.it == 1 else loss), logs, rec
+    def nan_at_step_2(state, lb, ub, g, trace=None):
+        loss, logs, rec = real(state, lb, ub, g, trace)
+        return (loss * float('nan') if state.it == 1 else loss), logs, rec
     monkeypatch.setitem(methods_mod.METHODS, 'ael', nan_at_step_2)
     s = train(tiny(tmp_path, 'method.name=ael', 'optim.iters=3', 'run.on_nonfinite=skip'))
     assert s['it'] == 3
@@ -89,7 +89,7 @@ def test_nonfinite_step_skipped_on_request(tmp_path, monkeypatch):
 def test_nonfinite_weights_are_never_saved(tmp_path):
     with setup(tiny(tmp_path, 'method.name=supervised')) as run:
         run.step()
-        p = next(run.S.student.parameters())
+        p = next(run.state.student.parameters())
         with torch.no_grad(): p[(0,) * p.ndim] = float('inf')          # (channels-last weights cannot be viewed flat)
         with pytest.raises(Diverged, match='step 1: the student holds non-finite weights'): run.save()
     assert not (tmp_path / 'latest.pth').exists()

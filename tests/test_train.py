@@ -37,14 +37,14 @@ def test_each_method_trains_and_evaluates(tmp_path, method):
 def test_loss_decreases_on_a_fixed_batch(tmp_path, method):
     cfg = tiny(tmp_path, f'method.name={method}', 'optim.lr=0.01', 'model.dropout=0')
     data = build_data(cfg); seed_everything(0)
-    S = build_state(cfg, data, torch.device('cpu'))
+    state = build_state(cfg, data, torch.device('cpu'))
     lb = collate([Augmented(data.labeled, (32, 32))[(i % len(data.labeled), i)] for i in range(2)])
     ub = collate([Augmented(data.unlabeled, (32, 32), labeled=False)[(i, i)] for i in range(2)])
     losses = []
     for _ in range(12):
-        S.optimizer.zero_grad()
-        loss = METHODS[method](S, lb, ub, make_generator(0))[0]     # same batch, same mixing every time
-        loss.backward(); S.optimizer.step(); losses.append(loss.item())
+        state.optimizer.zero_grad()
+        loss = METHODS[method](state, lb, ub, make_generator(0))[0]     # same batch, same mixing every time
+        loss.backward(); state.optimizer.step(); losses.append(loss.item())
     assert losses[-1] < 0.7 * losses[0], losses
 
 
@@ -72,10 +72,10 @@ def test_failed_save_leaves_latest_intact(tmp_path, monkeypatch):
     p = tmp_path / 'latest.pth'
     before = read_checkpoint(p)
     cfg = tiny(tmp_path, 'method.name=supervised')
-    data = build_data(cfg); S = build_state(cfg, data, torch.device('cpu')); S.it = 99
+    data = build_data(cfg); state = build_state(cfg, data, torch.device('cpu')); state.it = 99
     def boom(obj, f, *a, **k): f.write(b'half a checkpoint'); raise OSError('disk full')
     monkeypatch.setattr(torch, 'save', boom)
-    with pytest.raises(OSError, match='disk full'): save_checkpoint(S, p)
+    with pytest.raises(OSError, match='disk full'): save_checkpoint(state, p)
     monkeypatch.undo()
     after = read_checkpoint(p)
     assert after['it'] == before['it'] == 2

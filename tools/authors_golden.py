@@ -155,8 +155,8 @@ def kit_unsup_loss(seed: int, dataset: str = 'cityscapes', aes: bool = True, **s
     cfg = _method(f'{dataset}-authors', aes=aes, **switches)
     student, teacher, conf = loss_inputs(seed)
     p = teacher.softmax(1)
-    S = SimpleNamespace(cfg=cfg, bank=SimpleNamespace(conf=conf))
-    return dict(loss=aes_dr_loss(S, student, p, pseudo_label(p, cfg.method.pl_threshold), _g(seed))[0].item())
+    state = SimpleNamespace(cfg=cfg, bank=SimpleNamespace(conf=conf))
+    return dict(loss=aes_dr_loss(state, student, p, pseudo_label(p, cfg.method.pl_threshold), _g(seed))[0].item())
 
 def kit_table(seed: int, preset: str = 'cityscapes-authors'):
     m = get_preset(preset).method
@@ -238,25 +238,25 @@ def kit_steps(seed: int = 0, steps: int = 3, record: dict | None = None, overrid
     from ael_nb.teacher import ema_update
     cfg = get_config('cityscapes-authors', overrides=STEP_OVERRIDES + [f'run.seed={seed}', *overrides])
     data = build_data(cfg); seed_everything(seed)
-    S = build_state(cfg, data, torch.device('cpu'))
-    if record is not None: record.update(student=copy.deepcopy(S.student), teacher=copy.deepcopy(S.teacher), cfg=cfg,
-                                         bank0=S.bank.conf.clone(),
+    state = build_state(cfg, data, torch.device('cpu'))
+    if record is not None: record.update(student=copy.deepcopy(state.student), teacher=copy.deepcopy(state.teacher), cfg=cfg,
+                                         bank0=state.bank.conf.clone(),
                                          n_unlabeled=len(data.unlabeled), feeds=[])
     dl_l = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, 0, steps, True))
     dl_u = iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, 0, steps, False))
     out = []
     for _ in range(steps):
-        g = make_generator(mix_seed(cfg.run.seed, 3, S.it, 0))
-        _deterministic(S.student.train())
-        S.optimizer.zero_grad(set_to_none=True)
-        loss, logs, tr = ael_step(S, next(dl_l), next(dl_u), g, Trace())
+        g = make_generator(mix_seed(cfg.run.seed, 3, state.it, 0))
+        _deterministic(state.student.train())
+        state.optimizer.zero_grad(set_to_none=True)
+        loss, logs, tr = ael_step(state, next(dl_l), next(dl_u), g, Trace())
         loss.backward()
-        out.append(dict(loss_s=float(logs['loss_s']), loss_u=float(logs['loss_u']), grad=_grad_norms(S.student)))
+        out.append(dict(loss_s=float(logs['loss_s']), loss_u=float(logs['loss_u']), grad=_grad_norms(state.student)))
         if record is not None: record['feeds'].append(tr)
-        S.optimizer.step(); S.scheduler.step()
-        ema_update(S.teacher, S.student, S.it, cfg.method.ema_decay, cfg.method.ema_buffers); S.it += 1
-    return dict(steps=out, bank=S.bank.conf.tolist(), table=digest(S.table.table.to(torch.uint8)),
-                table_count=int(S.table.table.sum()))
+        state.optimizer.step(); state.scheduler.step()
+        ema_update(state.teacher, state.student, state.it, cfg.method.ema_decay, cfg.method.ema_buffers); state.it += 1
+    return dict(steps=out, bank=state.bank.conf.tolist(), table=digest(state.table.table.to(torch.uint8)),
+                table_count=int(state.table.table.sum()))
 
 KIT = dict(bank=kit_bank, eq7=kit_eq7, cp_choice=kit_cp_choice, paste=kit_paste, unsup_loss=kit_unsup_loss,
            table=kit_table, region=kit_region, fallback_box=kit_fallback_box, ohem=kit_ohem, split=kit_split,
