@@ -179,3 +179,15 @@ def test_default_draws_come_from_the_stored_results():
     assert all(len(stored['paths'][p]['supervised']) >= 3 for p in ('amx-bf16', 'avx2-fp32'))   # the grid's seeds
     readme = ' '.join((REPO / 'README.md').read_text().split())
     for line in draws.readme_sentences(stored).splitlines(): assert line in readme, line
+
+def test_oracle_stride_ceiling():
+    "A 3-pixel-wide pole on a 64x96 scene: whole at stride 1, gone at 16 (one cell is 16 px wide), partly there at 4."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import torch
+    from oracle_stride import ceiling_iou
+    lab = torch.zeros(1, 64, 96, dtype=torch.long); lab[0, 8:60, 40:43] = 1; lab[0, :4] = 255
+    assert ceiling_iou(lab, 2, 1) == [100.0, 100.0]
+    assert ceiling_iou(lab, 2, 16)[1] == 0.0 and ceiling_iou(lab, 2, 16)[0] > 95
+    assert 0 < ceiling_iou(lab, 2, 4)[1] < 100
+    stored = json.loads((REPO / 'bench' / 'results' / 'oracle_stride-cpu.json').read_text())
+    assert stored['ceiling']['16']['pole'] < stored['ceiling']['4']['pole']   # the stored file says what the issue reads
