@@ -1,7 +1,8 @@
 """Short runs of every method end with exactly the weights they ended with when `digests.json` was recorded:
 moving code around must not change one bit (two ranks: `test_ddp.py`). Record on a commit known to be right:
 `python tests/test_digests.py`. Float results depend on the processor's kernels: on a platform with no stored
-digests, the recorded commit's code (`git archive`) is run on this machine and its digests are the reference."""
+digests, the recorded commit's code (`git archive`) is run on this machine and its digests are the reference
+(`python tests/test_digests.py --add-platform` stores them, computed that way, beside the others)."""
 import functools, json, os, subprocess, sys, tarfile, tempfile
 from pathlib import Path
 import pytest
@@ -70,9 +71,20 @@ def record(out) -> dict:
     return new | {'ddp-ael': dict(student=r0['weights'], teacher=r0['teacher'])}
 
 
-if __name__ == '__main__':  # record HEAD's digests on this platform (other platforms then run HEAD's code), or write
-                            # them to AEL_DIGESTS_OUT
+def add_platform():
+    """Store each record's digests on this platform, computed from the record's own commit (`reference`): the same
+    figures the tests would compute, kept, so this platform's tests stop recomputing them."""
+    recorded = json.loads(DIGESTS.read_text())
+    for rec in [recorded] + [v for v in recorded.values() if isinstance(v, dict) and 'commit' in v]:
+        rec['platforms'].setdefault(platform(), reference(rec['commit']))
+    DIGESTS.write_text(json.dumps(recorded, indent=1, sort_keys=True) + '\n')
+    print(f"{DIGESTS}: added {platform()}", file=sys.stderr)
+
+
+if __name__ == '__main__':  # record HEAD's digests on this platform (other platforms then run HEAD's code), write them
+                            # to AEL_DIGESTS_OUT, or (--add-platform) keep the recorded commits' digests on this one
     sys.path.insert(0, str(Path(__file__).parent))
+    if sys.argv[1:] == ['--add-platform']: add_platform(); sys.exit()
     with tempfile.TemporaryDirectory() as d: new = record(d)
     if 'AEL_DIGESTS_OUT' in os.environ: Path(os.environ['AEL_DIGESTS_OUT']).write_text(json.dumps(new)); sys.exit()
     head = subprocess.run(['git', 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True).stdout.strip()

@@ -219,3 +219,13 @@ def test_exif_unlabeled_image_listed_without_a_mask(tmp_path):
     ex = Image.Exif(); ex[0x0112] = 8
     Image.fromarray(np.zeros((W, H, 3), np.uint8)).save(root / 'images/town0/004.jpg', exif=ex)
     assert check_folder(root)['notes'] == [f'{root}/images/town0/004.jpg: EXIF orientation 8, read turned upright (as PIL exif_transpose and OpenCV do)']
+
+
+def test_val_without_mask_refused_without_the_check(tmp_path, capsys):
+    "`data.check=false` skips reading every file, not the listing: a val image without a mask is still refused before step 1."
+    root = write_folder(tmp_path / 'data')
+    file, problem = _val_without_mask(root)
+    out = tmp_path / 'run'
+    assert ael_train(['--preset', 'folder', f'data.root={root}', '--out', str(out), *TRAIN, 'data.check=false']) == 2
+    assert capsys.readouterr().err.splitlines() == [f'ael-train: error: {root / file}: {problem}']
+    assert not (out / 'latest.pth').exists() and not (out / 'config.yaml').exists()
