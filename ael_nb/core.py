@@ -51,7 +51,9 @@ class DatasetInfo:
 # %% ../nbs/00_core.ipynb #d2b3474c
 class DataError(ValueError):
     "A problem with a file on disk: the message names the file and what is wrong with it."
-    def __init__(self, path, problem): super().__init__(f"{path}: {problem}"); self.path, self.problem = str(path), problem
+    def __init__(self, path, problem):
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem = str(path), problem
 
 # %% ../nbs/00_core.ipynb #b8e2f4a1
 class Parser(argparse.ArgumentParser):
@@ -143,11 +145,16 @@ def rank_values(x: float, device) -> list[float]:
     return all_reduce_sum(v).tolist()
 
 # %% ../nbs/00_core.ipynb #a33feed1
-ONEDNN_BF16 = ('AVX512_CORE_BF16', 'AVX10_1_512', 'AVX512_CORE_FP16', 'AVX10_2_512', 'DEFAULT', 'ALL')   # caps that keep bf16 dot products
+# caps that keep bf16 dot products
+ONEDNN_BF16 = ('AVX512_CORE_BF16', 'AVX10_1_512', 'AVX512_CORE_FP16', 'AVX10_2_512', 'DEFAULT', 'ALL')
 
 def cpu_bf16_kernels() -> str|None:
     "'AMX', 'AVX-512 BF16' or None: the bf16 kernels this process may use, the CPU's as capped by `ONEDNN_MAX_CPU_ISA` / `ATEN_CPU_CAPABILITY`."
-    kernels = 'AMX' if torch.cpu._is_amx_tile_supported() else 'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else None
+    kernels = (
+        'AMX'
+        if torch.cpu._is_amx_tile_supported()
+        else 'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else None
+    )
     cap = os.environ.get('ONEDNN_MAX_CPU_ISA', '').strip().upper()
     if kernels is None or torch.backends.cpu.get_cpu_capability() in ('DEFAULT', 'AVX2', 'NO AVX'): return None
     if not cap or 'AMX' in cap: return kernels
@@ -171,7 +178,9 @@ def device_name(device) -> str:
     if device.type == 'cuda': return torch.cuda.get_device_name(device)
     if device.type != 'cpu': return device.type
     caps = ', '.join(f'{k}={os.environ[k]}' for k in ('ONEDNN_MAX_CPU_ISA', 'ATEN_CPU_CAPABILITY') if os.environ.get(k))
-    return f"{_cpu_model()}, {os.cpu_count()} cores, {cpu_bf16_kernels() or 'no bf16 kernels'}" + (f" (capped: {caps})" if caps else '')
+    return f"{_cpu_model()}, {os.cpu_count()} cores, {cpu_bf16_kernels() or 'no bf16 kernels'}" + (
+        f" (capped: {caps})" if caps else ''
+    )
 
 def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
                 device,    # the device the run trains on
@@ -234,7 +243,8 @@ def content_digest(obj) -> str:
             t = o.detach().cpu().contiguous()
             h.update(f"T{t.dtype}{tuple(t.shape)}|".encode()); h.update(t.reshape(-1).view(torch.uint8).numpy().data)
         elif isinstance(o, np.ndarray):
-            h.update(f"A{o.dtype}{o.shape}|".encode()); h.update(np.ascontiguousarray(o).reshape(-1).view(np.uint8).data)
+            h.update(f"A{o.dtype}{o.shape}|".encode())
+            h.update(np.ascontiguousarray(o).reshape(-1).view(np.uint8).data)
         elif isinstance(o, dict):
             h.update(b'{')
             for k, v in o.items(): walk(k); walk(v)
@@ -249,7 +259,10 @@ def content_digest(obj) -> str:
 
 def seal(d: dict) -> dict:
     "`d` with its `content_digest` under 'digest' (what a checkpoint is written as)."
-    return dict({k: v for k, v in d.items() if k != 'digest'}, digest=content_digest({k: v for k, v in d.items() if k != 'digest'}))
+    return dict(
+        {k: v for k, v in d.items() if k != 'digest'},
+        digest=content_digest({k: v for k, v in d.items() if k != 'digest'}),
+    )
 
 def unseal(d: dict, path) -> dict:
     "`d` without its digest; raise `DataError` naming `path` if the content does not match it (None: written before digests)."
@@ -315,7 +328,8 @@ def _sync_op(func, args, kwargs) -> str|None:
     "The name under which a dispatched aten op counts as a host synchronisation, or None."
     name = func.overloadpacket.__name__
     if name in SYNC_OPS: return name
-    if name == 'repeat_interleave' and torch.is_tensor(args[0]) and (kwargs or {}).get('output_size') is None: return name
+    if name == 'repeat_interleave' and torch.is_tensor(args[0]) and (kwargs or {}).get('output_size') is None:
+        return name
     if name in _MASK_INDEXED and any(torch.is_tensor(i) and i.dtype in (torch.bool, torch.uint8) for i in args[1] if i is not None):
         return f'{name} (bool mask)'
     return None
@@ -383,7 +397,8 @@ def _arg(i: int, key: str, default=None):
     "The argument at position `i` or keyword `key` of a dispatched op."
     return lambda a, k: a[i] if len(a) > i else k.get(key, default)
 _reduction, _dim = _arg(3, 'reduction', 1), lambda a, k: len(a) > 1 or 'dim' in k
-NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); torch 2.14, backward ops for "differentiate"
+# aten op -> when it raises (args, kwargs -> bool); torch 2.14, backward ops for "differentiate"
+NONDETERMINISTIC_CUDA = {
     **dict.fromkeys(['avg_pool3d_backward', '_adaptive_avg_pool2d_backward', '_adaptive_avg_pool3d_backward',
                      'adaptive_max_pool2d_backward', 'fractional_max_pool2d_backward', 'fractional_max_pool3d_backward',
                      'max_unpool2d', 'max_unpool3d', 'upsample_linear1d_backward', 'upsample_bilinear2d_backward',
@@ -392,7 +407,8 @@ NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); 
                      'reflection_pad3d_backward', '_ctc_loss_backward', 'histc', 'grid_sampler_2d_backward',
                      'grid_sampler_3d_backward', 'put_', 'put', 'kthvalue', 'index_reduce',
                      '_embedding_bag_backward', '_embedding_bag_dense_backward'], _always),   # EmbeddingBag: 'max' only
-    'nll_loss_forward': lambda a, k: _reduction(a, k) != 0,                                      # NLLLoss: 'none' is fine
+    # NLLLoss: 'none' is fine
+    'nll_loss_forward': lambda a, k: _reduction(a, k) != 0,
     'nll_loss2d_forward': lambda a, k: _reduction(a, k) != 0,
     'bincount': lambda a, k: _arg(1, 'weights')(a, k) is not None,
     'median': _dim, 'nanmedian': _dim,                                                           # with indices

@@ -140,7 +140,8 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
              amp: str = 'none',         # autocast dtype
              progress: bool = False,    # tqdm bar
              on_prediction=None,        # called as on_prediction(dataset_index, predicted labels [H,W]) for every image
-             max_size: int|None = None, # longest side of the forward pass (`predict_labels`; None: each image's own size)
+             # longest side of the forward pass (`predict_labels`; None: each image's own size)
+             max_size: int|None = None,
             ) -> ConfusionMatrix:
     "Confusion matrix of `model` on `dataset`, each rank predicting a shard, summed over ranks."
     if protocol not in PROTOCOLS: raise ValueError(f"unknown protocol {protocol!r}; choose one of {PROTOCOLS}")
@@ -148,7 +149,8 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
     device = next(net.parameters()).device
     n = len(dataset) if max_images is None else min(max_images, len(dataset))
     shard = torch.utils.data.Subset(dataset, list(range(rank(), n, world_size())))
-    dl = DataLoader(shard, batch_size=1, collate_fn=_first, num_workers=num_workers, generator=torch.Generator())  # leaves the global RNG alone
+    # leaves the global RNG alone
+    dl = DataLoader(shard, batch_size=1, collate_fn=_first, num_workers=num_workers, generator=torch.Generator())
     cm = ConfusionMatrix(info.num_classes, info.ignore_index, device=device)
     if progress:
         from tqdm.auto import tqdm

@@ -108,7 +108,8 @@ def interp_matrix(n_in: int, n_out: int,  # input and output length
 
 def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
                     size,              # (h, w) of the result
-                    deterministic: bool = False,  # two matrix products (deterministic backward on CUDA), else `F.interpolate`
+                    # two matrix products (deterministic backward on CUDA), else `F.interpolate`
+                    deterministic: bool = False,
                    ) -> torch.Tensor:  # [B,C,h,w]
     "Bilinear resizing (`align_corners=False`); `deterministic`: as products with `interp_matrix`, whose CUDA backward is deterministic."
     if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
@@ -116,7 +117,8 @@ def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
     nhwc = x.is_contiguous(memory_format=torch.channels_last)                            # `model.channels_last`
     y = x @ interp_matrix(W, w, x.device, x.dtype).T                                    # [B,C,H,w]
     y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
-    return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)   # as `F.interpolate` lays it out
+    # as `F.interpolate` lays it out
+    return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)
 
 # %% ../nbs/05_model.ipynb #74508523
 @contextmanager
@@ -136,11 +138,14 @@ class DeepLabV3Plus(nn.Module):
                  output_stride: int = 16,         # 8 (paper) or 16 (about 3x cheaper)
                  deep_stem: bool = False,         # three 3x3 convs as the stem (authors' "resnet101c")
                  aux: bool = False,               # FCN head on `layer3`, output `aux` in training mode
-                 pretrained: str | Path | None = None,  # 'imagenet', a backbone checkpoint path, or None (see `load_pretrained`)
+                 # 'imagenet', a backbone checkpoint path, or None (see `load_pretrained`)
+                 pretrained: str | Path | None = None,
                  dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
                  head_channels: int = 256,        # channels of the ASPP and the decoder (DeepLabv3+: 256)
-                 checkpointing: bool = False,     # training: recompute each residual block in the backward pass (less memory)
-                 deterministic: bool = False):    # resize with `resize_bilinear`'s products: a deterministic CUDA backward
+                 # training: recompute each residual block in the backward pass (less memory)
+                 checkpointing: bool = False,
+                 # resize with `resize_bilinear`'s products: a deterministic CUDA backward
+                 deterministic: bool = False):
         super().__init__()
         net = resnet_backbone(backbone, output_stride, deep_stem)
         e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
@@ -148,10 +153,17 @@ class DeepLabV3Plus(nn.Module):
         h = head_channels
         self.aspp = ASPP(512 * e, tuple(r * 16 // output_stride for r in (6, 12, 18)), h, dropout)
         self.reduce = conv_bn_relu(64 * e, 48)
-        self.decoder = nn.Sequential(conv_bn_relu(h + 48, h, 3), nn.Dropout2d(dropout), conv_bn_relu(h, h, 3), nn.Dropout2d(dropout))
+        self.decoder = nn.Sequential(
+            conv_bn_relu(h + 48, h, 3), nn.Dropout2d(dropout), conv_bn_relu(h, h, 3), nn.Dropout2d(dropout)
+        )
         self.classifier = nn.Conv2d(h, num_classes, 1)
         self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
-        self.num_classes, self.output_stride, self.deep_stem, self.backbone_name = num_classes, output_stride, deep_stem, backbone
+        self.num_classes, self.output_stride, self.deep_stem, self.backbone_name = (
+            num_classes,
+            output_stride,
+            deep_stem,
+            backbone,
+        )
         self.checkpointing, self.deterministic = checkpointing, deterministic
         if pretrained is not None: load_pretrained(self, pretrained)
 
@@ -161,7 +173,10 @@ class DeepLabV3Plus(nn.Module):
         f, names = {}, self.backbone.return_layers
         for name, m in self.backbone.named_children():
             if name.startswith('layer'):
-                for blk in m: x = checkpoint(blk, x, use_reentrant=False, context_fn=lambda b=blk: (nullcontext(), _keep_bn_stats(b)))
+                for blk in m:
+                    x = checkpoint(
+                        blk, x, use_reentrant=False, context_fn=lambda b=blk: (nullcontext(), _keep_bn_stats(b))
+                    )
             else: x = m(x)
             if name in names: f[names[name]] = x
         return f
@@ -173,13 +188,15 @@ class DeepLabV3Plus(nn.Module):
         return resize_bilinear(self.classifier(self.decoder(y)), size, self.deterministic)
 
     def forward(self, x,
-                fp: float = 0.0):  # > 0: also `fp`, the logits decoded from Dropout2d(fp) of the encoder features (UniMatch)
+                # > 0: also `fp`, the logits decoded from Dropout2d(fp) of the encoder features (UniMatch)
+                fp: float = 0.0):
         f = self.features(x)
         if not fp: out = dict(out=self.decode(f['low'], f['high'], x.shape[-2:]))
         else:                                       # one decoder pass over clean and perturbed features, as UniMatch's
             both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
             out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
-        if self.aux_classifier is not None and self.training: out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic)
+        if self.aux_classifier is not None and self.training:
+            out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic)
         return out
 
 # %% ../nbs/05_model.ipynb #43249200
@@ -198,7 +215,8 @@ def build_model(num_classes: int,            # number of classes
 
 # %% ../nbs/05_model.ipynb #d6dc20b2
 def read_state_dict(path,                # checkpoint file
-                    trusted: bool = False,  # allow arbitrary pickled objects (`weights_only=False`): only for files you trust
+                    # allow arbitrary pickled objects (`weights_only=False`): only for files you trust
+                    trusted: bool = False,
                    ) -> dict:
     "The tensors of the checkpoint at `path`, keys without `module.`/`backbone.` prefixes and without `fc.*`."
     path = Path(path)
@@ -208,9 +226,13 @@ def read_state_dict(path,                # checkpoint file
         hint = '' if trusted else '; if it is a full training checkpoint you trust, pass trusted=True'
         raise DataError(path, f'not a readable {"" if trusted else "weights-only "}torch checkpoint '
                               f'({type(e).__name__}: {str(e).strip().splitlines()[0][:120]}){hint}') from e
-    if isinstance(obj, dict) and obj.get('digest') is not None: obj = unseal(obj, path)   # a kit checkpoint proves its content
-    inner = lambda o: next((o[k] for k in ('state_dict', 'model', 'teacher', 'student') if isinstance(o.get(k), dict)), None)
-    while isinstance(obj, dict) and inner(obj) is not None: obj = inner(obj)   # a kit run's best.pth: its teacher (the evaluated model)
+    # a kit checkpoint proves its content
+    if isinstance(obj, dict) and obj.get('digest') is not None: obj = unseal(obj, path)
+    inner = lambda o: next(
+        (o[k] for k in ('state_dict', 'model', 'teacher', 'student') if isinstance(o.get(k), dict)), None
+    )
+    # a kit run's best.pth: its teacher (the evaluated model)
+    while isinstance(obj, dict) and inner(obj) is not None: obj = inner(obj)
     sd = {}
     for k, v in (obj.items() if isinstance(obj, dict) else ()):
         if not torch.is_tensor(v): continue
@@ -227,16 +249,23 @@ def unwrap(model: nn.Module) -> nn.Module:
     return model.module if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)) else model
 
 def load_backbone(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped)
-                  path,              # checkpoint file (torchvision ImageNet ResNet, a "resnet101c", a kit checkpoint, ...)
+                  # checkpoint file (torchvision ImageNet ResNet, a "resnet101c", a kit checkpoint, ...)
+                  path,
                   trusted: bool = False,  # see `read_state_dict`
                  ) -> tuple[list[str], list[str]]:  # (missing, unexpected) backbone keys
     "Load the backbone weights stored at `path` into `model.backbone`; report what did not fit."
     own, sd = unwrap(model).backbone.state_dict(), read_state_dict(path, trusted)
     bad = [f"{k} {tuple(v.shape)} vs model {tuple(own[k].shape)}" for k, v in sd.items()
            if k in own and v.shape != own[k].shape and not k.startswith(STEM_KEYS)]
-    if bad: raise DataError(path, f"{len(bad)} backbone weights have another shape (another network?): {'; '.join(bad[:3])}")
+    if bad:
+        raise DataError(
+            path, f"{len(bad)} backbone weights have another shape (another network?): {'; '.join(bad[:3])}"
+        )
     fit = {k: v for k, v in sd.items() if k in own and v.shape == own[k].shape}
-    if not fit: raise DataError(path, f"no key matches the backbone (checkpoint keys: {list(sd)[:3]}..., backbone keys: {list(own)[:3]}...)")
+    if not fit:
+        raise DataError(
+            path, f"no key matches the backbone (checkpoint keys: {list(sd)[:3]}..., backbone keys: {list(own)[:3]}...)"
+        )
     unwrap(model).backbone.load_state_dict(fit, strict=False)
     missing = [k for k in own if k not in fit and not k.endswith('num_batches_tracked')]
     return missing, [k for k in sd if k not in fit]
@@ -251,14 +280,17 @@ def _scratch(pretrained) -> bool: return pretrained is None or str(pretrained).l
 
 def imagenet_url(backbone: str) -> str:
     "URL of torchvision's ImageNet weights (`IMAGENET1K_V1`) for `backbone`."
-    if backbone not in IMAGENET_WEIGHTS: raise ValueError(f"backbone {backbone!r}: expected one of {list(IMAGENET_WEIGHTS)}")
+    if backbone not in IMAGENET_WEIGHTS:
+        raise ValueError(f"backbone {backbone!r}: expected one of {list(IMAGENET_WEIGHTS)}")
     return getattr(torchvision.models, IMAGENET_WEIGHTS[backbone]).IMAGENET1K_V1.url
 
 def _download(url: str, path: Path) -> str | None:
     "Download `url` to `path`, SHA-256-prefix checked by torch.hub against the name: None when done, else why not."
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.hub.download_url_to_file(url, str(path), hash_prefix=re.search(r'-([a-f0-9]+)\.', path.name).group(1), progress=False)
+        torch.hub.download_url_to_file(
+            url, str(path), hash_prefix=re.search(r'-([a-f0-9]+)\.', path.name).group(1), progress=False
+        )
     except Exception as e: return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120] if str(e).strip() else ''}"
 
 def imagenet_checkpoint(backbone: str,        # one of `IMAGENET_WEIGHTS`
@@ -306,7 +338,9 @@ def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
 
 # %% ../nbs/05_model.ipynb #08a28084
 def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped)
-                    pretrained,        # 'imagenet', 'auto' (`auto_imagenet`), a checkpoint path, or None / 'none' (keep the random weights)
+                    # 'imagenet', 'auto' (`auto_imagenet`), a checkpoint path, or None / 'none' (keep the random
+                    # weights)
+                    pretrained,
                    ) -> Path | None:   # the file loaded
     "Fill the whole backbone from `pretrained`; any weight the file leaves random is an error naming the file."
     m = unwrap(model)
@@ -322,9 +356,16 @@ def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped
     try: missing, _ = load_backbone(m, path)
     except DataError as e: raise DataError(path, f"{e.problem}; {PRETRAINED_HELP}") from e
     if missing and all(k.startswith(STEM_KEYS) for k in missing):
-        has, other = ('the 3x3 deep stem (model.deep_stem=true)', 'false') if m.deep_stem else ("torchvision's 7x7 stem (model.deep_stem=false)", 'true')
+        has, other = (
+            ('the 3x3 deep stem (model.deep_stem=true)', 'false')
+            if m.deep_stem
+            else ("torchvision's 7x7 stem (model.deep_stem=false)", 'true')
+        )
         raise DataError(path, f"its stem does not fit the model, which has {has}: set model.deep_stem={other} to match the file, or {PRETRAINED_HELP}")
-    if missing: raise DataError(path, f"{len(missing)} backbone weights are not in it ({', '.join(missing[:3])}, ...); {PRETRAINED_HELP}")
+    if missing:
+        raise DataError(
+            path, f"{len(missing)} backbone weights are not in it ({', '.join(missing[:3])}, ...); {PRETRAINED_HELP}"
+        )
     return path
 
 # %% ../nbs/05_model.ipynb #5ef95624
