@@ -44,7 +44,8 @@ def update(self: ConfusionMatrix,
     t, p = target[keep].long(), pred[keep].long()
     for name, v in (('label', t), ('prediction', p)):
         if v.numel() and (v.min() < 0 or v.max() >= C):
-            raise ValueError(f"{name} values {sorted(set(v[(v < 0) | (v >= C)].unique().tolist()))[:5]} outside 0..{C-1} (ignore_index={self.ignore_index})")
+            raise ValueError(f"{name} values {sorted(set(v[(v < 0) | (v >= C)].unique().tolist()))[:5]} "
+                             f"outside 0..{C-1} (ignore_index={self.ignore_index})")
     self.mat += torch.bincount(t * C + p, minlength=C * C).view(C, C).to(self.mat.device)
     return self
 

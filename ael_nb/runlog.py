@@ -148,6 +148,7 @@ def results_table(cms: dict, info: DatasetInfo):
                          index=pd.Index(['mean (head)', 'mean (tail)', 'mIoU'], name=df.index.name))
     return pd.concat([df, means.assign(group='')])
 
+# %% ../nbs/19_runlog.ipynb #816d4f19
 def write_results(out: Path, cms: dict, info: DatasetInfo, plots: bool = True):
     "per_class.csv / per_class.md (`results_table`) and, with `plots`, iou.png and conf_bank.png in the run directory."
     df = results_table(cms, info)
