@@ -96,7 +96,7 @@ def upsample_labels(scores: torch.Tensor,  # class scores [B,C,h,w]
                     size,                  # (H, W) of the labels
                     rows: int = 256,       # output rows resized at a time
                    ) -> torch.Tensor:
-    "Labels [B,H,W]: argmax of `scores` resized bilinearly to `size`, `rows` rows at a time; plain argmax at their own size."
+    "Labels [B,H,W]: argmax of `scores` resized bilinearly to `size`, `rows` rows at a time."
     (B, C, h, w), (H, W) = scores.shape, tuple(size)
     if (h, w) == (H, W): return scores.argmax(1)
     gx = (torch.arange(W, device=scores.device) + .5) * 2 / W - 1      # pixel centres in grid_sample's [-1, 1]
@@ -128,6 +128,7 @@ def eval_sample(sample: dict, protocol: str = 'whole', crop=(513, 513)):
     if protocol == 'center': x, y = center_crop(x, crop), center_crop(y, crop)
     return x, y
 
+# %% ../nbs/15_evaluate.ipynb #8987ff60
 @torch.no_grad()
 def evaluate(model,                     # segmenter returning dict(out=logits); a DDP wrapper is unwrapped
              dataset,                   # labeled dataset of Samples (image uint8 [3,H,W], label [H,W])
