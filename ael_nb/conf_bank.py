@@ -54,11 +54,8 @@ def class_stats(
     valid = labels != ignore_index
     img = torch.arange(B, device=labels.device).view(B, 1, 1)
     bins = torch.where(valid, img * C + labels, B * C).flatten()      # ignored pixels: a spare last bin
-    add = (
-        lambda v: torch.zeros(B * C + 1, dtype=torch.float64, device=probs.device)
-        .index_add_(0, bins, v.flatten())[:-1]
-        .view(B, C)
-    )
+    add = lambda v: (torch.zeros(B * C + 1, dtype=torch.float64, device=probs.device)
+                     .index_add_(0, bins, v.flatten())[:-1].view(B, C))
     sums, counts = add(s), add(torch.ones_like(s))
     if reduction == 'pixel': return sums.sum(0), counts.sum(0)
     present = counts > 0
@@ -138,12 +135,8 @@ def load_state_dict(self: ConfidenceBank, d: dict):
         raise ValueError(f"bank for {self.num_classes} classes cannot load a state for {d['conf'].shape[0]}")
     self.conf = d['conf'].to(self.conf.device, torch.float32).clone()
     self.seen = d['seen'].to(self.seen.device).clone()
-    self.momentum, self.indicator, self.absent_as_zero, self.reduction = (
-        d['momentum'],
-        d['indicator'],
-        d['absent_as_zero'],
-        d['reduction'],
-    )
+    self.momentum, self.indicator = d['momentum'], d['indicator']
+    self.absent_as_zero, self.reduction = d['absent_as_zero'], d['reduction']
     return self
 
 @patch

@@ -99,18 +99,15 @@ def _iou_pct(run, info: DatasetInfo) -> np.ndarray:
     if isinstance(run, Mapping): return np.array([run.get(n, np.nan) for n in info.class_names], dtype=float) * 100
     raise TypeError(f"expected a ConfusionMatrix or a {{class name: IoU}} dict, got {type(run).__name__}")
 
-# a `ConfusionMatrix`, or a dict {run name: ConfusionMatrix or `summary()['per_class']`}
-def iou_table(runs,
+def iou_table(runs,              # a `ConfusionMatrix`, or {run name: ConfusionMatrix or `summary()['per_class']`}
               info: DatasetInfo, # class names and tail classes
              ) -> pd.DataFrame:  # rows = classes; one IoU (%) column per run ('IoU' for a single one); 'group'
     "Per-class IoU in % (one column per run) with each class's group, 'head' or 'tail'."
-    single = isinstance(runs, ConfusionMatrix) or (
-        isinstance(runs, Mapping) and all(isinstance(v, (int, float)) for v in runs.values())
-    )
+    single = isinstance(runs, ConfusionMatrix) or (isinstance(runs, Mapping)
+                                                   and all(isinstance(v, (int, float)) for v in runs.values()))
     runs = {'IoU': runs} if single else dict(runs)
-    df = pd.DataFrame(
-        {name: _iou_pct(r, info) for name, r in runs.items()}, index=pd.Index(info.class_names, name='class')
-    )
+    df = pd.DataFrame({name: _iou_pct(r, info) for name, r in runs.items()},
+                      index=pd.Index(info.class_names, name='class'))
     df['group'] = ['tail' if c in info.tail_classes else 'head' for c in range(info.num_classes)]
     return df
 

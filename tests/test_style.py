@@ -66,5 +66,5 @@ def test_the_counter_finds_planted_violations(tmp_path):
     _notebook(nb, ('code', 'd1', long_cell.replace('return x', 'x = 2\n    return x')), ('code', 'd2', 'big()'))
     c = style_counts.count(nb)
     assert c.long_cells == ['cell d1 (41 lines)'] and c.missing == [] and c.long_lines == []
-    assert c.row() == {'export cells': 1, 'median lines': 41, 'max lines': 41, 'cells > 40': 1, 'public defs': 1,
+    assert c.row() == {'export cells': 1, 'median lines': '41', 'max lines': 41, 'cells > 40': 1, 'public defs': 1,
                        'with example': '100 %', 'lines > 120': 0}

@@ -89,7 +89,8 @@ class Counts:
     def row(self) -> dict:
         "The counted numbers, as the table prints them."
         n, d = len(self.cell_lines), len(self.defs)
-        return {'export cells': n, 'median lines': statistics.median(self.cell_lines) if n else 0,
+        med = statistics.median(self.cell_lines) if n else 0
+        return {'export cells': n, 'median lines': f'{med:g}',
                 'max lines': max(self.cell_lines, default=0), f'cells > {MAX_CELL}': len(self.long_cells),
                 'public defs': d, 'with example': f'{100 * (d - len(self.missing)) / d:.0f} %' if d else '-',
                 f'lines > {MAX_LINE}': len(self.long_lines)}
@@ -145,8 +146,9 @@ def engine_at(commit: str) -> list[Counts]:
 
 
 def head() -> str:
-    "This repository's current commit, short."
-    return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    "This repository's current commit, short, with ' + changes' when the notebooks differ from it."
+    git = lambda *a: subprocess.run(['git', *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return git('rev-parse', '--short', 'HEAD') + (' + changes' if git('status', '--porcelain', 'nbs') else '')
 
 
 def guide(fastcore: Path | None, fastcore_commit: str | None) -> str:
