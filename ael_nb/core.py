@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'ONEDNN_BF16', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERMINISTIC_CUDA', 'DatasetInfo', 'DataError',
-           'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main',
+           'int_list', 'at_least', 'Parser', 'arg_type', 'dist_ready', 'rank', 'world_size', 'is_main',
            'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers', 'init_distributed',
            'peak_memory_gb', 'rank_values', 'cpu_bf16_kernels', 'bf16_supported', 'device_name', 'resolve_amp',
            'resolve_channels_last', 'instruction_path', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal',
@@ -55,6 +55,30 @@ class DataError(ValueError):
         super().__init__(f"{path}: {problem}")
         self.path, self.problem = str(path), problem
 
+# %% ../nbs/00_core.ipynb #a0f4ebd2
+def int_list(text) -> list[int]:
+    "'0-4' -> [0, 1, 2, 3, 4], '0,2' -> [0, 2], 3 -> [3]: distinct integers >= 0; else a ValueError saying why."
+    out = []
+    for part in str(text).split(','):
+        a, dash, b = part.strip().partition('-')
+        try: lo = int(a); hi = int(b) if dash else lo
+        except ValueError: raise ValueError(f"{text!r} is not a list of integers >= 0 (e.g. 3, 0-4 or 0,2)") from None
+        if hi < lo: raise ValueError(f"{text!r}: the range {part.strip()} is empty (it ends before it starts)")
+        out += range(lo, hi + 1)
+    if len(set(out)) < len(out): raise ValueError(f"{text!r} names a number twice")
+    return out
+
+# %% ../nbs/00_core.ipynb #78dcd973
+def at_least(lo: int):
+    "A reader of integers >= `lo` (text -> int, ValueError saying why), e.g. `arg_type(at_least(1))` for a count."
+    def integer(text) -> int:
+        try: v = int(text)
+        except ValueError: raise ValueError(f"{text!r} is not an integer") from None
+        if v < lo: raise ValueError(f"{text!r} must be >= {lo}")
+        return v
+    integer.__name__ = f'integer >= {lo}'
+    return integer
+
 # %% ../nbs/00_core.ipynb #b8e2f4a1
 class Parser(argparse.ArgumentParser):
     "An `ArgumentParser` whose usage errors are one line, `prog: error: ... (see prog --help)`, exit status 2."
@@ -68,28 +92,6 @@ def arg_type(fn):
         except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
     read.__name__ = fn.__name__
     return read
-
-def at_least(lo: int):
-    "A reader of integers >= `lo` (text -> int, ValueError saying why), e.g. `arg_type(at_least(1))` for a count."
-    def integer(text) -> int:
-        try: v = int(text)
-        except ValueError: raise ValueError(f"{text!r} is not an integer") from None
-        if v < lo: raise ValueError(f"{text!r} must be >= {lo}")
-        return v
-    integer.__name__ = f'integer >= {lo}'
-    return integer
-
-def int_list(text) -> list[int]:
-    "'0-4' -> [0, 1, 2, 3, 4], '0,2' -> [0, 2], 3 -> [3]: distinct integers >= 0; else a ValueError saying why."
-    out = []
-    for part in str(text).split(','):
-        a, dash, b = part.strip().partition('-')
-        try: lo = int(a); hi = int(b) if dash else lo
-        except ValueError: raise ValueError(f"{text!r} is not a list of integers >= 0 (e.g. 3, 0-4 or 0,2)") from None
-        if hi < lo: raise ValueError(f"{text!r}: the range {part.strip()} is empty (it ends before it starts)")
-        out += range(lo, hi + 1)
-    if len(set(out)) < len(out): raise ValueError(f"{text!r} names a number twice")
-    return out
 
 # %% ../nbs/00_core.ipynb #7c5dbb46
 def dist_ready() -> bool:
@@ -257,6 +259,7 @@ def content_digest(obj) -> str:
     walk(obj)
     return 'sha256:' + h.hexdigest()
 
+# %% ../nbs/00_core.ipynb #cca8a582
 def seal(d: dict) -> dict:
     "`d` with its `content_digest` under 'digest' (what a checkpoint is written as)."
     body = {k: v for k, v in d.items() if k != 'digest'}
