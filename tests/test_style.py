@@ -68,3 +68,21 @@ def test_the_counter_finds_planted_violations(tmp_path):
     assert c.long_cells == ['cell d1 (41 lines)'] and c.missing == [] and c.long_lines == []
     assert c.row() == {'export cells': 1, 'median lines': '41', 'max lines': 41, 'cells > 40': 1, 'public defs': 1,
                        'with example': '100 %', 'lines > 120': 0}
+
+
+def test_guide_rewrites_only_the_table_between_its_markers(tmp_path, monkeypatch):
+    "`--guide` recounts both engine rows, keeps the recorded fastcore row when no file is given, and nothing else moves."
+    nb = _notebook(tmp_path / '00_x.ipynb', ('code', 'a', '#| export\ndef f(): pass\n'), ('code', 'b', 'f()\n'))
+    guide = tmp_path / 'GUIDE.md'
+    old_fastcore = "| fastcore's 01_basics (abc1234) | 161 | 5 | 45 | 1 | 153 | 78 % | 10 |"
+    guide.write_text(f"before\n{style_counts.BEGIN}\n| stale |\n{old_fastcore}\n{style_counts.END}\nafter\n")
+    monkeypatch.setattr(style_counts, 'GUIDE', guide)
+    monkeypatch.setattr(style_counts, 'engine_at', lambda commit: [style_counts.count(nb)])
+    monkeypatch.setattr(style_counts, 'engine_notebooks', lambda: [nb, nb])
+    style_counts.main(['--guide'])
+    text = guide.read_text()
+    assert text.startswith(f"before\n{style_counts.BEGIN}\n| notebooks |") and text.endswith(f"{style_counts.END}\nafter\n")
+    rows = [l for l in text.splitlines() if l.startswith('| engine') or l.startswith('| fastcore')]
+    assert rows[0].startswith(f'| engine notebooks, before ({style_counts.BEFORE}) | 1 | 1 | 1 | 0 | 1 | 100 % | 0 |')
+    assert rows[1].split(' | ')[1:] == ['2', '1', '1', '0', '2', '100 %', '0 |'] and rows[2] == old_fastcore
+    assert '| stale |' not in text
