@@ -2,7 +2,7 @@
 
     python tools/style_counts.py nbs/01_conf_bank.ipynb nbs/03_aes.ipynb   # per notebook and in total
     python tools/style_counts.py                                           # the engine notebooks (00_core .. 21_faults)
-    python tools/style_counts.py --violations nbs/20_train.ipynb           # every definition without example, long cell, long line
+    python tools/style_counts.py --violations nbs/20_train.ipynb           # what breaks a rule, one line each
     python tools/style_counts.py --guide [--fastcore PATH]                 # rewrite the table in docs/GUIDE.md
 
 An export cell is a code cell with an `#| export...` directive; its length counts its lines without the directives.
@@ -64,7 +64,8 @@ def used_names(src: str) -> set[str]:
     "Every name and attribute a cell's code uses (comments and strings aside); falls back to its words."
     tree = parse(src)
     if tree is None: return set(re.findall(r'\w+', src))
-    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))}
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(tree)
+            if isinstance(n, (ast.Name, ast.Attribute))}
 
 
 def code_lines(src: str) -> list[str]:
