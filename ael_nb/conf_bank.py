@@ -25,7 +25,9 @@ def class_scores(
     "Per-pixel 'higher is better' score of the ground-truth class: the summand of Eq. 3, 4 or 5."
     if indicator not in INDICATORS: raise ValueError(f"indicator {indicator!r} not in {INDICATORS}")
     if probs.ndim != 4 or probs.shape[:1] + probs.shape[2:] != labels.shape:
-        raise ValueError(f"probs {tuple(probs.shape)} and labels {tuple(labels.shape)} do not match as [B,C,H,W], [B,H,W]")
+        raise ValueError(
+            f"probs {tuple(probs.shape)} and labels {tuple(labels.shape)} do not match as [B,C,H,W], [B,H,W]"
+        )
     p = probs.detach().to(torch.promote_types(probs.dtype, torch.float32))
     valid = labels != ignore_index
     y = torch.where(valid, labels, 0).unsqueeze(1)
@@ -52,7 +54,8 @@ def class_stats(
     valid = labels != ignore_index
     img = torch.arange(B, device=labels.device).view(B, 1, 1)
     bins = torch.where(valid, img * C + labels, B * C).flatten()      # ignored pixels: a spare last bin
-    add = lambda v: torch.zeros(B * C + 1, dtype=torch.float64, device=probs.device).index_add_(0, bins, v.flatten())[:-1].view(B, C)
+    add = lambda v: (torch.zeros(B * C + 1, dtype=torch.float64, device=probs.device)
+                     .index_add_(0, bins, v.flatten())[:-1].view(B, C))
     sums, counts = add(s), add(torch.ones_like(s))
     if reduction == 'pixel': return sums.sum(0), counts.sum(0)
     present = counts > 0
@@ -65,7 +68,8 @@ class ConfidenceBank:
                  num_classes: int,  # C
                  momentum: float = 0.999,  # tau of Eq. 6
                  indicator: str = 'confidence',  # one of `INDICATORS`
-                 init: float | torch.Tensor | None = None,  # start value; None: the indicator's score of a uniform prediction (1/C for 'confidence')
+                 # start value; None: the indicator's score of a uniform prediction (1/C for 'confidence')
+                 init: float | torch.Tensor | None = None,
                  absent_as_zero: bool = False,  # True: a class absent from the batch moves towards 0 (authors' code)
                  reduction: str = 'image',  # see `class_stats`
                  ignore_index: int = IGNORE_INDEX,
@@ -76,9 +80,12 @@ class ConfidenceBank:
         self.num_classes, self.momentum, self.indicator = num_classes, momentum, indicator
         self.absent_as_zero, self.reduction, self.ignore_index = absent_as_zero, reduction, ignore_index
         if init is None:
-            init = class_scores(torch.full((1, num_classes, 1, 1), 1 / num_classes), torch.zeros(1, 1, 1, dtype=torch.long), indicator)
+            init = class_scores(
+                torch.full((1, num_classes, 1, 1), 1 / num_classes), torch.zeros(1, 1, 1, dtype=torch.long), indicator
+            )
         init = torch.as_tensor(init, dtype=torch.float32).flatten()
-        if init.numel() not in (1, num_classes): raise ValueError(f"init has {init.numel()} values for {num_classes} classes")
+        if init.numel() not in (1, num_classes):
+            raise ValueError(f"init has {init.numel()} values for {num_classes} classes")
         self.conf = init.expand(num_classes).to(device).clone()
         self.seen = torch.zeros(num_classes, dtype=torch.long, device=device)  # number of updates that moved each class
 
@@ -128,7 +135,8 @@ def load_state_dict(self: ConfidenceBank, d: dict):
         raise ValueError(f"bank for {self.num_classes} classes cannot load a state for {d['conf'].shape[0]}")
     self.conf = d['conf'].to(self.conf.device, torch.float32).clone()
     self.seen = d['seen'].to(self.seen.device).clone()
-    self.momentum, self.indicator, self.absent_as_zero, self.reduction = d['momentum'], d['indicator'], d['absent_as_zero'], d['reduction']
+    self.momentum, self.indicator = d['momentum'], d['indicator']
+    self.absent_as_zero, self.reduction = d['absent_as_zero'], d['reduction']
     return self
 
 @patch

@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'ONEDNN_BF16', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERMINISTIC_CUDA', 'DatasetInfo', 'DataError',
-           'Parser', 'arg_type', 'at_least', 'int_list', 'dist_ready', 'rank', 'world_size', 'is_main',
+           'int_list', 'at_least', 'Parser', 'arg_type', 'dist_ready', 'rank', 'world_size', 'is_main',
            'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers', 'init_distributed',
            'peak_memory_gb', 'rank_values', 'cpu_bf16_kernels', 'bf16_supported', 'device_name', 'resolve_amp',
            'resolve_channels_last', 'instruction_path', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal',
@@ -51,22 +51,24 @@ class DatasetInfo:
 # %% ../nbs/00_core.ipynb #d2b3474c
 class DataError(ValueError):
     "A problem with a file on disk: the message names the file and what is wrong with it."
-    def __init__(self, path, problem): super().__init__(f"{path}: {problem}"); self.path, self.problem = str(path), problem
+    def __init__(self, path, problem):
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem = str(path), problem
 
-# %% ../nbs/00_core.ipynb #b8e2f4a1
-class Parser(argparse.ArgumentParser):
-    "An `ArgumentParser` whose usage errors are one line: `prog: error: argument --x: why (see prog --help)`, exit status 2."
-    def error(self, message):
-        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr); sys.exit(2)
+# %% ../nbs/00_core.ipynb #a0f4ebd2
+def int_list(text) -> list[int]:
+    "'0-4' -> [0, 1, 2, 3, 4], '0,2' -> [0, 2], 3 -> [3]: distinct integers >= 0; else a ValueError saying why."
+    out = []
+    for part in str(text).split(','):
+        a, dash, b = part.strip().partition('-')
+        try: lo = int(a); hi = int(b) if dash else lo
+        except ValueError: raise ValueError(f"{text!r} is not a list of integers >= 0 (e.g. 3, 0-4 or 0,2)") from None
+        if hi < lo: raise ValueError(f"{text!r}: the range {part.strip()} is empty (it ends before it starts)")
+        out += range(lo, hi + 1)
+    if len(set(out)) < len(out): raise ValueError(f"{text!r} names a number twice")
+    return out
 
-def arg_type(fn):
-    "`fn` (text -> value, ValueError saying why) as an argparse `type`: its message becomes the option's error."
-    def read(text):
-        try: return fn(text)
-        except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
-    read.__name__ = fn.__name__
-    return read
-
+# %% ../nbs/00_core.ipynb #78dcd973
 def at_least(lo: int):
     "A reader of integers >= `lo` (text -> int, ValueError saying why), e.g. `arg_type(at_least(1))` for a count."
     def integer(text) -> int:
@@ -77,17 +79,19 @@ def at_least(lo: int):
     integer.__name__ = f'integer >= {lo}'
     return integer
 
-def int_list(text) -> list[int]:
-    "'0-4' -> [0, 1, 2, 3, 4], '0,2' -> [0, 2], 3 -> [3]: distinct integers >= 0; anything else a ValueError saying why."
-    out = []
-    for part in str(text).split(','):
-        a, dash, b = part.strip().partition('-')
-        try: lo = int(a); hi = int(b) if dash else lo
-        except ValueError: raise ValueError(f"{text!r} is not a list of integers >= 0 (e.g. 3, 0-4 or 0,2)") from None
-        if hi < lo: raise ValueError(f"{text!r}: the range {part.strip()} is empty (it ends before it starts)")
-        out += range(lo, hi + 1)
-    if len(set(out)) < len(out): raise ValueError(f"{text!r} names a number twice")
-    return out
+# %% ../nbs/00_core.ipynb #b8e2f4a1
+class Parser(argparse.ArgumentParser):
+    "An `ArgumentParser` whose usage errors are one line, `prog: error: ... (see prog --help)`, exit status 2."
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr); sys.exit(2)
+
+def arg_type(fn):
+    "`fn` (text -> value, ValueError saying why) as an argparse `type`: its message becomes the option's error."
+    def read(text):
+        try: return fn(text)
+        except ValueError as e: raise argparse.ArgumentTypeError(str(e)) from None
+    read.__name__ = fn.__name__
+    return read
 
 # %% ../nbs/00_core.ipynb #7c5dbb46
 def dist_ready() -> bool:
@@ -117,7 +121,7 @@ def resolve_device(name: str = 'auto') -> torch.device:
     return torch.device('cuda', int(os.environ.get('LOCAL_RANK', 0))) if d.type == 'cuda' and d.index is None else d
 
 def average_buffers(model: nn.Module) -> nn.Module:
-    "Average the float buffers (BN running statistics) over ranks, so that student and teacher stay identical on every rank."
+    "Average the float buffers (BN running statistics) over ranks: student and teacher stay identical on every rank."
     if world_size() > 1:
         for b in model.buffers():                           # a DDP wrapper's buffers are its module's
             if b.is_floating_point(): all_reduce_sum(b.data).div_(world_size())
@@ -131,7 +135,7 @@ def init_distributed(device_type: str = 'cpu') -> bool:
 
 # %% ../nbs/00_core.ipynb #79c0a190
 def peak_memory_gb(device) -> float:
-    "This process's peak memory in GB: CUDA `max_memory_allocated` on a GPU, the resident set's high-water mark (`ru_maxrss`) on the CPU."
+    "This process's peak memory in GB: `max_memory_allocated` on a GPU, the resident set's high-water mark on the CPU."
     if torch.device(device).type == 'cuda': return torch.cuda.max_memory_allocated(device) / 1024 ** 3
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2     # Linux reports KiB
@@ -142,37 +146,44 @@ def rank_values(x: float, device) -> list[float]:
     v[rank()] = x
     return all_reduce_sum(v).tolist()
 
-# %% ../nbs/00_core.ipynb #a33feed1
-ONEDNN_BF16 = ('AVX512_CORE_BF16', 'AVX10_1_512', 'AVX512_CORE_FP16', 'AVX10_2_512', 'DEFAULT', 'ALL')   # caps that keep bf16 dot products
+# %% ../nbs/00_core.ipynb #bbe3027c
+# caps of ONEDNN_MAX_CPU_ISA that keep bf16 dot products
+ONEDNN_BF16 = ('AVX512_CORE_BF16', 'AVX10_1_512', 'AVX512_CORE_FP16', 'AVX10_2_512', 'DEFAULT', 'ALL')
 
 def cpu_bf16_kernels() -> str|None:
-    "'AMX', 'AVX-512 BF16' or None: the bf16 kernels this process may use, the CPU's as capped by `ONEDNN_MAX_CPU_ISA` / `ATEN_CPU_CAPABILITY`."
-    kernels = 'AMX' if torch.cpu._is_amx_tile_supported() else 'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else None
+    "'AMX', 'AVX-512 BF16' or None: the bf16 kernels this process may use, the CPU's under the caps above."
+    kernels = ('AMX' if torch.cpu._is_amx_tile_supported() else
+               'AVX-512 BF16' if torch.cpu._is_avx512_bf16_supported() else None)
     cap = os.environ.get('ONEDNN_MAX_CPU_ISA', '').strip().upper()
     if kernels is None or torch.backends.cpu.get_cpu_capability() in ('DEFAULT', 'AVX2', 'NO AVX'): return None
     if not cap or 'AMX' in cap: return kernels
     return 'AVX-512 BF16' if cap in ONEDNN_BF16 else None
 
+# %% ../nbs/00_core.ipynb #22b33ffe
 def bf16_supported(device) -> bool:
-    "True where bf16 autocast runs natively: a CUDA device with bf16 arithmetic, a CPU with AMX or AVX-512 BF16 (not capped below them)."
+    "True where bf16 autocast runs natively: a CUDA device with bf16 arithmetic, a CPU with `cpu_bf16_kernels`."
     device = torch.device(device)
     if device.type == 'cuda': return torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == 'cpu': return cpu_bf16_kernels() is not None
     return False
 
+# %% ../nbs/00_core.ipynb #7c40752e
 def _cpu_model() -> str:
     "The processor's name as Linux reports it (`/proc/cpuinfo`), else what `platform` knows."
-    try: return next(l.split(':', 1)[1].strip() for l in Path('/proc/cpuinfo').read_text().splitlines() if l.startswith('model name'))
+    try: return next(l.split(':', 1)[1].strip() for l in Path('/proc/cpuinfo').read_text().splitlines()
+                     if l.startswith('model name'))
     except (OSError, StopIteration): return platform.processor() or platform.machine()
 
 def device_name(device) -> str:
-    "What a run trained on, in words: the GPU's name, or the CPU's with its cores and the bf16 kernels it has (which decide bf16's rounding)."
+    "What a run trained on, in words: the GPU's name, or the CPU's with its cores and the bf16 kernels it has."
     device = torch.device(device)
     if device.type == 'cuda': return torch.cuda.get_device_name(device)
     if device.type != 'cpu': return device.type
     caps = ', '.join(f'{k}={os.environ[k]}' for k in ('ONEDNN_MAX_CPU_ISA', 'ATEN_CPU_CAPABILITY') if os.environ.get(k))
-    return f"{_cpu_model()}, {os.cpu_count()} cores, {cpu_bf16_kernels() or 'no bf16 kernels'}" + (f" (capped: {caps})" if caps else '')
+    cpu = f"{_cpu_model()}, {os.cpu_count()} cores, {cpu_bf16_kernels() or 'no bf16 kernels'}"
+    return cpu + (f" (capped: {caps})" if caps else '')
 
+# %% ../nbs/00_core.ipynb #a33feed1
 def resolve_amp(amp: str,  # `optim.amp`: 'auto', 'none', 'bf16' or 'fp16'
                 device,    # the device the run trains on
                ) -> str:
@@ -194,7 +205,7 @@ def resolve_channels_last(channels_last,  # `model.channels_last`: True, False o
 def instruction_path(device,  # the device the run trains on
                      amp: str,  # the run's autocast, as `resolve_amp` gave it
                     ) -> str:
-    "'amx-bf16', 'avx512-bf16', or the CPU capability torch dispatches to with the precision ('avx2-fp32'); '<type>-<precision>' off the CPU."
+    "'amx-bf16', 'avx512-bf16', or the CPU's capability and precision ('avx2-fp32'); '<type>-<precision>' off the CPU."
     device, precision = torch.device(device), 'fp32' if amp == 'none' else amp
     if device.type != 'cpu': return f'{device.type}-{precision}'
     kernels = cpu_bf16_kernels() if amp == 'bf16' else None
@@ -227,14 +238,15 @@ def atomic_write_text(path, text: str) -> Path:
 
 # %% ../nbs/00_core.ipynb #a7d1e2c3
 def content_digest(obj) -> str:
-    "SHA-256 of nested dicts, lists and tuples of tensors, arrays and plain values: their bytes, types, shapes and order."
+    "SHA-256 of nested dicts, lists and tuples of tensors, arrays and plain values: bytes, types, shapes and order."
     h = hashlib.sha256()
     def walk(o):
         if torch.is_tensor(o):
             t = o.detach().cpu().contiguous()
             h.update(f"T{t.dtype}{tuple(t.shape)}|".encode()); h.update(t.reshape(-1).view(torch.uint8).numpy().data)
         elif isinstance(o, np.ndarray):
-            h.update(f"A{o.dtype}{o.shape}|".encode()); h.update(np.ascontiguousarray(o).reshape(-1).view(np.uint8).data)
+            h.update(f"A{o.dtype}{o.shape}|".encode())
+            h.update(np.ascontiguousarray(o).reshape(-1).view(np.uint8).data)
         elif isinstance(o, dict):
             h.update(b'{')
             for k, v in o.items(): walk(k); walk(v)
@@ -247,12 +259,14 @@ def content_digest(obj) -> str:
     walk(obj)
     return 'sha256:' + h.hexdigest()
 
+# %% ../nbs/00_core.ipynb #cca8a582
 def seal(d: dict) -> dict:
     "`d` with its `content_digest` under 'digest' (what a checkpoint is written as)."
-    return dict({k: v for k, v in d.items() if k != 'digest'}, digest=content_digest({k: v for k, v in d.items() if k != 'digest'}))
+    body = {k: v for k, v in d.items() if k != 'digest'}
+    return dict(body, digest=content_digest(body))
 
 def unseal(d: dict, path) -> dict:
-    "`d` without its digest; raise `DataError` naming `path` if the content does not match it (None: written before digests)."
+    "`d` without its digest; a `DataError` naming `path` if the content does not match it (None: nothing to check)."
     body = {k: v for k, v in d.items() if k != 'digest'}
     if d.get('digest') is not None and content_digest(body) != d['digest']:
         raise DataError(path, "damaged: its content does not match the digest written with it")
@@ -315,8 +329,10 @@ def _sync_op(func, args, kwargs) -> str|None:
     "The name under which a dispatched aten op counts as a host synchronisation, or None."
     name = func.overloadpacket.__name__
     if name in SYNC_OPS: return name
-    if name == 'repeat_interleave' and torch.is_tensor(args[0]) and (kwargs or {}).get('output_size') is None: return name
-    if name in _MASK_INDEXED and any(torch.is_tensor(i) and i.dtype in (torch.bool, torch.uint8) for i in args[1] if i is not None):
+    if name == 'repeat_interleave' and torch.is_tensor(args[0]) and (kwargs or {}).get('output_size') is None:
+        return name
+    if name in _MASK_INDEXED and any(torch.is_tensor(i) and i.dtype in (torch.bool, torch.uint8)
+                                     for i in args[1] if i is not None):
         return f'{name} (bool mask)'
     return None
 
@@ -339,6 +355,7 @@ class SyncCount:
         lines = [f"{n:3d} {op:24s} {where}" for (op, where), n in self.sites.most_common()]
         return '\n'.join([f"{self.total} host synchronisations:"] + lines)
 
+# %% ../nbs/00_core.ipynb #5f9b3e74
 class _SyncOps(TorchDispatchMode):
     def __init__(self, count): super().__init__(); self.count = count
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -383,16 +400,19 @@ def _arg(i: int, key: str, default=None):
     "The argument at position `i` or keyword `key` of a dispatched op."
     return lambda a, k: a[i] if len(a) > i else k.get(key, default)
 _reduction, _dim = _arg(3, 'reduction', 1), lambda a, k: len(a) > 1 or 'dim' in k
-NONDETERMINISTIC_CUDA = {   # aten op -> when it raises (args, kwargs -> bool); torch 2.14, backward ops for "differentiate"
+# aten op -> when it raises (args, kwargs -> bool); torch 2.14, backward ops for "differentiate"
+NONDETERMINISTIC_CUDA = {
     **dict.fromkeys(['avg_pool3d_backward', '_adaptive_avg_pool2d_backward', '_adaptive_avg_pool3d_backward',
                      'adaptive_max_pool2d_backward', 'fractional_max_pool2d_backward', 'fractional_max_pool3d_backward',
                      'max_unpool2d', 'max_unpool3d', 'upsample_linear1d_backward', 'upsample_bilinear2d_backward',
-                     '_upsample_bilinear2d_aa_backward', 'upsample_bicubic2d_backward', '_upsample_bicubic2d_aa_backward',
+                     '_upsample_bilinear2d_aa_backward', 'upsample_bicubic2d_backward',
+                     '_upsample_bicubic2d_aa_backward',
                      'upsample_trilinear3d_backward', 'reflection_pad1d_backward', 'reflection_pad2d_backward',
                      'reflection_pad3d_backward', '_ctc_loss_backward', 'histc', 'grid_sampler_2d_backward',
                      'grid_sampler_3d_backward', 'put_', 'put', 'kthvalue', 'index_reduce',
                      '_embedding_bag_backward', '_embedding_bag_dense_backward'], _always),   # EmbeddingBag: 'max' only
-    'nll_loss_forward': lambda a, k: _reduction(a, k) != 0,                                      # NLLLoss: 'none' is fine
+    # NLLLoss: 'none' is fine
+    'nll_loss_forward': lambda a, k: _reduction(a, k) != 0,
     'nll_loss2d_forward': lambda a, k: _reduction(a, k) != 0,
     'bincount': lambda a, k: _arg(1, 'weights')(a, k) is not None,
     'median': _dim, 'nanmedian': _dim,                                                           # with indices

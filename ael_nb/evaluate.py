@@ -96,7 +96,7 @@ def upsample_labels(scores: torch.Tensor,  # class scores [B,C,h,w]
                     size,                  # (H, W) of the labels
                     rows: int = 256,       # output rows resized at a time
                    ) -> torch.Tensor:
-    "Labels [B,H,W]: argmax of `scores` resized bilinearly to `size`, `rows` rows at a time; plain argmax at their own size."
+    "Labels [B,H,W]: argmax of `scores` resized bilinearly to `size`, `rows` rows at a time."
     (B, C, h, w), (H, W) = scores.shape, tuple(size)
     if (h, w) == (H, W): return scores.argmax(1)
     gx = (torch.arange(W, device=scores.device) + .5) * 2 / W - 1      # pixel centres in grid_sample's [-1, 1]
@@ -128,6 +128,7 @@ def eval_sample(sample: dict, protocol: str = 'whole', crop=(513, 513)):
     if protocol == 'center': x, y = center_crop(x, crop), center_crop(y, crop)
     return x, y
 
+# %% ../nbs/15_evaluate.ipynb #8987ff60
 @torch.no_grad()
 def evaluate(model,                     # segmenter returning dict(out=logits); a DDP wrapper is unwrapped
              dataset,                   # labeled dataset of Samples (image uint8 [3,H,W], label [H,W])
@@ -140,7 +141,8 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
              amp: str = 'none',         # autocast dtype
              progress: bool = False,    # tqdm bar
              on_prediction=None,        # called as on_prediction(dataset_index, predicted labels [H,W]) for every image
-             max_size: int|None = None, # longest side of the forward pass (`predict_labels`; None: each image's own size)
+             # longest side of the forward pass (`predict_labels`; None: each image's own size)
+             max_size: int|None = None,
             ) -> ConfusionMatrix:
     "Confusion matrix of `model` on `dataset`, each rank predicting a shard, summed over ranks."
     if protocol not in PROTOCOLS: raise ValueError(f"unknown protocol {protocol!r}; choose one of {PROTOCOLS}")
@@ -148,7 +150,8 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
     device = next(net.parameters()).device
     n = len(dataset) if max_images is None else min(max_images, len(dataset))
     shard = torch.utils.data.Subset(dataset, list(range(rank(), n, world_size())))
-    dl = DataLoader(shard, batch_size=1, collate_fn=_first, num_workers=num_workers, generator=torch.Generator())  # leaves the global RNG alone
+    # leaves the global RNG alone
+    dl = DataLoader(shard, batch_size=1, collate_fn=_first, num_workers=num_workers, generator=torch.Generator())
     cm = ConfusionMatrix(info.num_classes, info.ignore_index, device=device)
     if progress:
         from tqdm.auto import tqdm

@@ -38,12 +38,14 @@ def update(self: ConfusionMatrix,
           ) -> ConfusionMatrix:
     "Count the pixels of a batch."
     if pred.ndim == target.ndim + 1: pred = pred.argmax(1)
-    if pred.shape != target.shape: raise ValueError(f"prediction {tuple(pred.shape)} and target {tuple(target.shape)} differ in shape")
+    if pred.shape != target.shape:
+        raise ValueError(f"prediction {tuple(pred.shape)} and target {tuple(target.shape)} differ in shape")
     C, keep = self.num_classes, target != self.ignore_index
     t, p = target[keep].long(), pred[keep].long()
     for name, v in (('label', t), ('prediction', p)):
         if v.numel() and (v.min() < 0 or v.max() >= C):
-            raise ValueError(f"{name} values {sorted(set(v[(v < 0) | (v >= C)].unique().tolist()))[:5]} outside 0..{C-1} (ignore_index={self.ignore_index})")
+            raise ValueError(f"{name} values {sorted(set(v[(v < 0) | (v >= C)].unique().tolist()))[:5]} "
+                             f"outside 0..{C-1} (ignore_index={self.ignore_index})")
     self.mat += torch.bincount(t * C + p, minlength=C * C).view(C, C).to(self.mat.device)
     return self
 
@@ -51,7 +53,8 @@ def update(self: ConfusionMatrix,
 @patch
 def merge(self: ConfusionMatrix, other: ConfusionMatrix) -> ConfusionMatrix:
     "Add the counts of `other` (same classes) to this matrix."
-    if other.num_classes != self.num_classes: raise ValueError(f"cannot merge {other.num_classes} classes into {self.num_classes}")
+    if other.num_classes != self.num_classes:
+        raise ValueError(f"cannot merge {other.num_classes} classes into {self.num_classes}")
     self.mat += other.mat.to(self.mat.device); return self
 
 @patch
@@ -84,7 +87,8 @@ def pixel_acc(self: ConfusionMatrix) -> float:
 @patch
 def summary(self: ConfusionMatrix, info: DatasetInfo) -> dict:
     "dict(miou, tail_miou, head_miou, pixel_acc, per_class={name: iou}), fractions in [0, 1]."
-    if info.num_classes != self.num_classes: raise ValueError(f"{info.name} has {info.num_classes} classes, the matrix {self.num_classes}")
+    if info.num_classes != self.num_classes:
+        raise ValueError(f"{info.name} has {info.num_classes} classes, the matrix {self.num_classes}")
     head = [c for c in range(self.num_classes) if c not in info.tail_classes]
     return dict(miou=self.miou(), tail_miou=self.miou(info.tail_classes), head_miou=self.miou(head),
                 pixel_acc=self.pixel_acc(), per_class=dict(zip(info.class_names, self.iou().tolist())))
@@ -95,13 +99,15 @@ def _iou_pct(run, info: DatasetInfo) -> np.ndarray:
     if isinstance(run, Mapping): return np.array([run.get(n, np.nan) for n in info.class_names], dtype=float) * 100
     raise TypeError(f"expected a ConfusionMatrix or a {{class name: IoU}} dict, got {type(run).__name__}")
 
-def iou_table(runs,              # a `ConfusionMatrix`, or a dict {run name: ConfusionMatrix or `summary()['per_class']`}
+def iou_table(runs,              # a `ConfusionMatrix`, or {run name: ConfusionMatrix or `summary()['per_class']`}
               info: DatasetInfo, # class names and tail classes
              ) -> pd.DataFrame:  # rows = classes; one IoU (%) column per run ('IoU' for a single one); 'group'
     "Per-class IoU in % (one column per run) with each class's group, 'head' or 'tail'."
-    single = isinstance(runs, ConfusionMatrix) or (isinstance(runs, Mapping) and all(isinstance(v, (int, float)) for v in runs.values()))
+    single = isinstance(runs, ConfusionMatrix) or (isinstance(runs, Mapping)
+                                                   and all(isinstance(v, (int, float)) for v in runs.values()))
     runs = {'IoU': runs} if single else dict(runs)
-    df = pd.DataFrame({name: _iou_pct(r, info) for name, r in runs.items()}, index=pd.Index(info.class_names, name='class'))
+    df = pd.DataFrame({name: _iou_pct(r, info) for name, r in runs.items()},
+                      index=pd.Index(info.class_names, name='class'))
     df['group'] = ['tail' if c in info.tail_classes else 'head' for c in range(info.num_classes)]
     return df
 
@@ -113,7 +119,9 @@ def plot_iou(df: pd.DataFrame,       # an `iou_table`
     import matplotlib.pyplot as plt, seaborn as sns   # here, not at the top: a training process never pays for them
     runs = [c for c in df.columns if c != 'group']
     tail = list(df.index[df['group'] == 'tail'])
-    label = {r: f"{r}: mIoU {df[r].mean():.1f}" + (f", tail {df.loc[tail, r].mean():.1f}" if tail else '') for r in runs}
+    label = {
+        r: f"{r}: mIoU {df[r].mean():.1f}" + (f", tail {df.loc[tail, r].mean():.1f}" if tail else '') for r in runs
+    }
     long = df.reset_index().melt(id_vars=['class', 'group'], value_vars=runs, var_name='run', value_name='IoU (%)')
     long['run'] = long['run'].map(label)
     fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(df) * (1 + len(runs) / 2)), 3.8))

@@ -79,6 +79,7 @@ def conv_bn_relu(cin: int, cout: int, k: int = 1, dilation: int = 1) -> nn.Seque
     return nn.Sequential(nn.Conv2d(cin, cout, k, padding=dilation * (k // 2), dilation=dilation, bias=False),
                          nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
 
+# %% ../nbs/05_model.ipynb #906888a6
 class ASPP(nn.Module):
     "Atrous spatial pyramid pooling with image pooling (DeepLabv3)."
     def __init__(self, cin: int,                  # input channels (`layer4`)
@@ -99,7 +100,7 @@ class ASPP(nn.Module):
 def interp_matrix(n_in: int, n_out: int,  # input and output length
                   device=None, dtype=torch.float32,
                  ) -> torch.Tensor:       # [n_out, n_in], each row two weights summing to 1 (cached: do not modify)
-    "The weights of 1-D linear interpolation from `n_in` to `n_out` samples, as `F.interpolate(..., align_corners=False)`."
+    "The weights of 1-D linear interpolation from `n_in` to `n_out` samples, as `F.interpolate` does it."
     src = ((torch.arange(n_out, dtype=torch.float64, device=device) + 0.5) * (n_in / n_out) - 0.5).clamp_min(0)
     i0 = src.floor().long().clamp(max=n_in - 1)
     w1, rows = src - i0, torch.arange(n_out, device=device)
@@ -108,17 +109,47 @@ def interp_matrix(n_in: int, n_out: int,  # input and output length
 
 def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
                     size,              # (h, w) of the result
-                    deterministic: bool = False,  # two matrix products (deterministic backward on CUDA), else `F.interpolate`
+                    # two matrix products (deterministic backward on CUDA), else `F.interpolate`
+                    deterministic: bool = False,
                    ) -> torch.Tensor:  # [B,C,h,w]
-    "Bilinear resizing (`align_corners=False`); `deterministic`: as products with `interp_matrix`, whose CUDA backward is deterministic."
+    "Bilinear resizing (`align_corners=False`); `deterministic`: as products with `interp_matrix`."
     if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
     (H, W), (h, w) = x.shape[-2:], size
     nhwc = x.is_contiguous(memory_format=torch.channels_last)                            # `model.channels_last`
     y = x @ interp_matrix(W, w, x.device, x.dtype).T                                    # [B,C,H,w]
     y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
-    return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)   # as `F.interpolate` lays it out
+    # as `F.interpolate` lays it out
+    return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)
 
 # %% ../nbs/05_model.ipynb #74508523
+class DeepLabV3Plus(nn.Module):
+    "DeepLabv3+ on a dilated torchvision ResNet; `forward(x)` -> dict(out=logits at x's size[, aux=...])."
+    def __init__(self, num_classes: int,          # number of classes C (logits have C channels)
+                 backbone: str = 'resnet50',      # one of `RESNETS`
+                 output_stride: int = 16,         # 8 (paper) or 16 (about 3x cheaper)
+                 deep_stem: bool = False,         # three 3x3 convs as the stem (authors' "resnet101c")
+                 aux: bool = False,               # FCN head on `layer3`, output `aux` in training mode
+                 pretrained: str | Path | None = None,  # 'imagenet', a backbone file, or None (`load_pretrained`)
+                 dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
+                 head_channels: int = 256,        # channels of the ASPP and the decoder (DeepLabv3+: 256)
+                 checkpointing: bool = False,     # training: recompute each residual block in the backward pass
+                 deterministic: bool = False):    # resize with `resize_bilinear`'s products (deterministic on CUDA)
+        super().__init__()
+        net = resnet_backbone(backbone, output_stride, deep_stem)
+        e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
+        self.backbone = IntermediateLayerGetter(net, dict(layer1='low', layer3='mid', layer4='high'))
+        h = head_channels
+        self.aspp = ASPP(512 * e, tuple(r * 16 // output_stride for r in (6, 12, 18)), h, dropout)
+        self.reduce = conv_bn_relu(64 * e, 48)
+        self.decoder = nn.Sequential(conv_bn_relu(h + 48, h, 3), nn.Dropout2d(dropout),
+                                     conv_bn_relu(h, h, 3), nn.Dropout2d(dropout))
+        self.classifier = nn.Conv2d(h, num_classes, 1)
+        self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
+        self.num_classes, self.output_stride, self.deep_stem = num_classes, output_stride, deep_stem
+        self.backbone_name, self.checkpointing, self.deterministic = backbone, checkpointing, deterministic
+        if pretrained is not None: load_pretrained(self, pretrained)
+
+# %% ../nbs/05_model.ipynb #c025e662
 @contextmanager
 def _keep_bn_stats(module: nn.Module):
     "Restore the BatchNorm running statistics of `module` on exit: a recomputed forward must not count its batch twice."
@@ -129,60 +160,45 @@ def _keep_bn_stats(module: nn.Module):
         with torch.no_grad():
             for b, v in saved: b.copy_(v)
 
-class DeepLabV3Plus(nn.Module):
-    "DeepLabv3+ on a dilated torchvision ResNet; `forward(x)` -> dict(out=logits at x's size[, aux=...])."
-    def __init__(self, num_classes: int,          # number of classes C (logits have C channels)
-                 backbone: str = 'resnet50',      # one of `RESNETS`
-                 output_stride: int = 16,         # 8 (paper) or 16 (about 3x cheaper)
-                 deep_stem: bool = False,         # three 3x3 convs as the stem (authors' "resnet101c")
-                 aux: bool = False,               # FCN head on `layer3`, output `aux` in training mode
-                 pretrained: str | Path | None = None,  # 'imagenet', a backbone checkpoint path, or None (see `load_pretrained`)
-                 dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
-                 head_channels: int = 256,        # channels of the ASPP and the decoder (DeepLabv3+: 256)
-                 checkpointing: bool = False,     # training: recompute each residual block in the backward pass (less memory)
-                 deterministic: bool = False):    # resize with `resize_bilinear`'s products: a deterministic CUDA backward
-        super().__init__()
-        net = resnet_backbone(backbone, output_stride, deep_stem)
-        e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
-        self.backbone = IntermediateLayerGetter(net, dict(layer1='low', layer3='mid', layer4='high'))
-        h = head_channels
-        self.aspp = ASPP(512 * e, tuple(r * 16 // output_stride for r in (6, 12, 18)), h, dropout)
-        self.reduce = conv_bn_relu(64 * e, 48)
-        self.decoder = nn.Sequential(conv_bn_relu(h + 48, h, 3), nn.Dropout2d(dropout), conv_bn_relu(h, h, 3), nn.Dropout2d(dropout))
-        self.classifier = nn.Conv2d(h, num_classes, 1)
-        self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
-        self.num_classes, self.output_stride, self.deep_stem, self.backbone_name = num_classes, output_stride, deep_stem, backbone
-        self.checkpointing, self.deterministic = checkpointing, deterministic
-        if pretrained is not None: load_pretrained(self, pretrained)
+@patch
+def features(self: DeepLabV3Plus, x) -> dict:
+    "The backbone's `low`, `mid` and `high` maps; with `checkpointing` (training) only each block's input is kept."
+    if not (self.checkpointing and self.training and torch.is_grad_enabled()): return self.backbone(x)
+    f, names = {}, self.backbone.return_layers
+    for name, m in self.backbone.named_children():
+        if name.startswith('layer'):
+            for blk in m:
+                keep = lambda b=blk: (nullcontext(), _keep_bn_stats(b))
+                x = checkpoint(blk, x, use_reentrant=False, context_fn=keep)
+        else: x = m(x)
+        if name in names: f[names[name]] = x
+    return f
 
-    def features(self, x) -> dict:
-        "The backbone's `low`, `mid` and `high` maps; with `checkpointing` (training, with gradients) only each block's input is kept."
-        if not (self.checkpointing and self.training and torch.is_grad_enabled()): return self.backbone(x)
-        f, names = {}, self.backbone.return_layers
-        for name, m in self.backbone.named_children():
-            if name.startswith('layer'):
-                for blk in m: x = checkpoint(blk, x, use_reentrant=False, context_fn=lambda b=blk: (nullcontext(), _keep_bn_stats(b)))
-            else: x = m(x)
-            if name in names: f[names[name]] = x
-        return f
+# %% ../nbs/05_model.ipynb #d2df6241
+@patch
+def decode(self: DeepLabV3Plus, low, high, size) -> torch.Tensor:
+    "Logits at `size` from the backbone's `low` and `high` maps: ASPP, decoder, classifier."
+    low = self.reduce(low)
+    y = torch.cat([resize_bilinear(self.aspp(high), low.shape[-2:], self.deterministic), low], 1)
+    return resize_bilinear(self.classifier(self.decoder(y)), size, self.deterministic)
 
-    def decode(self, low, high, size) -> torch.Tensor:
-        "Logits at `size` from the backbone's `low` and `high` maps: ASPP, decoder, classifier."
-        low = self.reduce(low)
-        y = torch.cat([resize_bilinear(self.aspp(high), low.shape[-2:], self.deterministic), low], 1)
-        return resize_bilinear(self.classifier(self.decoder(y)), size, self.deterministic)
-
-    def forward(self, x,
-                fp: float = 0.0):  # > 0: also `fp`, the logits decoded from Dropout2d(fp) of the encoder features (UniMatch)
-        f = self.features(x)
-        if not fp: out = dict(out=self.decode(f['low'], f['high'], x.shape[-2:]))
-        else:                                       # one decoder pass over clean and perturbed features, as UniMatch's
-            both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
-            out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
-        if self.aux_classifier is not None and self.training: out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic)
-        return out
+# %% ../nbs/05_model.ipynb #80f9154e
+@patch
+def forward(self: DeepLabV3Plus, x,
+            fp: float = 0.0):  # > 0: also `fp`, the logits decoded from Dropout2d(fp) of the features (UniMatch)
+    f = self.features(x)
+    if not fp: out = dict(out=self.decode(f['low'], f['high'], x.shape[-2:]))
+    else:
+        # one decoder pass over clean and perturbed features, as UniMatch's
+        both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
+        out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
+    if self.aux_classifier is not None and self.training:
+        out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic)
+    return out
 
 # %% ../nbs/05_model.ipynb #43249200
+def _scratch(pretrained) -> bool: return pretrained is None or str(pretrained).lower() == 'none'
+
 def build_model(num_classes: int,            # number of classes
                 backbone: str = 'resnet18',  # one of `RESNETS`
                 output_stride: int = 16,     # 8 or 16
@@ -192,13 +208,14 @@ def build_model(num_classes: int,            # number of classes
                 **kwargs) -> DeepLabV3Plus:  # passed to `DeepLabV3Plus` (e.g. `dropout`, `checkpointing`)
     "The segmentation network of the kit: DeepLabv3+ on a ResNet; warns when a ResNet-50/101 gets no weights."
     if _scratch(pretrained) and backbone in ('resnet50', 'resnet101'):
-        warnings.warn(f"model.pretrained=none: the {backbone} backbone trains from scratch; the paper starts from ImageNet "
-                      "weights (model.pretrained=imagenet, or model.pretrained=PATH)", stacklevel=2)
+        warnings.warn(f"model.pretrained=none: the {backbone} backbone trains from scratch; the paper starts from "
+                      "ImageNet weights (model.pretrained=imagenet, or model.pretrained=PATH)", stacklevel=2)
     return DeepLabV3Plus(num_classes, backbone, output_stride, deep_stem, aux, pretrained, **kwargs)
 
 # %% ../nbs/05_model.ipynb #d6dc20b2
 def read_state_dict(path,                # checkpoint file
-                    trusted: bool = False,  # allow arbitrary pickled objects (`weights_only=False`): only for files you trust
+                    # allow arbitrary pickled objects (`weights_only=False`): only for files you trust
+                    trusted: bool = False,
                    ) -> dict:
     "The tensors of the checkpoint at `path`, keys without `module.`/`backbone.` prefixes and without `fc.*`."
     path = Path(path)
@@ -208,9 +225,13 @@ def read_state_dict(path,                # checkpoint file
         hint = '' if trusted else '; if it is a full training checkpoint you trust, pass trusted=True'
         raise DataError(path, f'not a readable {"" if trusted else "weights-only "}torch checkpoint '
                               f'({type(e).__name__}: {str(e).strip().splitlines()[0][:120]}){hint}') from e
-    if isinstance(obj, dict) and obj.get('digest') is not None: obj = unseal(obj, path)   # a kit checkpoint proves its content
-    inner = lambda o: next((o[k] for k in ('state_dict', 'model', 'teacher', 'student') if isinstance(o.get(k), dict)), None)
-    while isinstance(obj, dict) and inner(obj) is not None: obj = inner(obj)   # a kit run's best.pth: its teacher (the evaluated model)
+    # a kit checkpoint proves its content
+    if isinstance(obj, dict) and obj.get('digest') is not None: obj = unseal(obj, path)
+    inner = lambda o: next(
+        (o[k] for k in ('state_dict', 'model', 'teacher', 'student') if isinstance(o.get(k), dict)), None
+    )
+    # a kit run's best.pth: its teacher (the evaluated model)
+    while isinstance(obj, dict) and inner(obj) is not None: obj = inner(obj)
     sd = {}
     for k, v in (obj.items() if isinstance(obj, dict) else ()):
         if not torch.is_tensor(v): continue
@@ -220,23 +241,27 @@ def read_state_dict(path,                # checkpoint file
     return sd
 
 # %% ../nbs/05_model.ipynb #2e73df66
-STEM_KEYS = ('conv1.', 'bn1.', 'layer1.0.conv1.', 'layer1.0.downsample.')
-
 def unwrap(model: nn.Module) -> nn.Module:
     "The model inside a `DistributedDataParallel`/`DataParallel` wrapper (or `model` itself)."
     return model.module if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)) else model
 
+# %% ../nbs/05_model.ipynb #b7b0f855
+STEM_KEYS = ('conv1.', 'bn1.', 'layer1.0.conv1.', 'layer1.0.downsample.')
+
 def load_backbone(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped)
-                  path,              # checkpoint file (torchvision ImageNet ResNet, a "resnet101c", a kit checkpoint, ...)
+                  # checkpoint file (torchvision ImageNet ResNet, a "resnet101c", a kit checkpoint, ...)
+                  path,
                   trusted: bool = False,  # see `read_state_dict`
                  ) -> tuple[list[str], list[str]]:  # (missing, unexpected) backbone keys
     "Load the backbone weights stored at `path` into `model.backbone`; report what did not fit."
     own, sd = unwrap(model).backbone.state_dict(), read_state_dict(path, trusted)
     bad = [f"{k} {tuple(v.shape)} vs model {tuple(own[k].shape)}" for k, v in sd.items()
            if k in own and v.shape != own[k].shape and not k.startswith(STEM_KEYS)]
-    if bad: raise DataError(path, f"{len(bad)} backbone weights have another shape (another network?): {'; '.join(bad[:3])}")
+    if bad: raise DataError(path, f"{len(bad)} backbone weights have another shape (another network?): "
+                                  f"{'; '.join(bad[:3])}")
     fit = {k: v for k, v in sd.items() if k in own and v.shape == own[k].shape}
-    if not fit: raise DataError(path, f"no key matches the backbone (checkpoint keys: {list(sd)[:3]}..., backbone keys: {list(own)[:3]}...)")
+    if not fit: raise DataError(path, f"no key matches the backbone (checkpoint keys: {list(sd)[:3]}..., "
+                                      f"backbone keys: {list(own)[:3]}...)")
     unwrap(model).backbone.load_state_dict(fit, strict=False)
     missing = [k for k in own if k not in fit and not k.endswith('num_batches_tracked')]
     return missing, [k for k in sd if k not in fit]
@@ -247,31 +272,35 @@ IMAGENET_WEIGHTS = dict(resnet18='ResNet18_Weights', resnet34='ResNet34_Weights'
 PRETRAINED_HELP = ("pass model.pretrained=PATH (a backbone checkpoint of this network) or model.pretrained=none "
                    "(train the backbone from scratch on purpose)")
 
-def _scratch(pretrained) -> bool: return pretrained is None or str(pretrained).lower() == 'none'
-
 def imagenet_url(backbone: str) -> str:
     "URL of torchvision's ImageNet weights (`IMAGENET1K_V1`) for `backbone`."
-    if backbone not in IMAGENET_WEIGHTS: raise ValueError(f"backbone {backbone!r}: expected one of {list(IMAGENET_WEIGHTS)}")
+    if backbone not in IMAGENET_WEIGHTS:
+        raise ValueError(f"backbone {backbone!r}: expected one of {list(IMAGENET_WEIGHTS)}")
     return getattr(torchvision.models, IMAGENET_WEIGHTS[backbone]).IMAGENET1K_V1.url
 
+# %% ../nbs/05_model.ipynb #a7775af3
 def _download(url: str, path: Path) -> str | None:
     "Download `url` to `path`, SHA-256-prefix checked by torch.hub against the name: None when done, else why not."
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.hub.download_url_to_file(url, str(path), hash_prefix=re.search(r'-([a-f0-9]+)\.', path.name).group(1), progress=False)
-    except Exception as e: return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120] if str(e).strip() else ''}"
+        torch.hub.download_url_to_file(
+            url, str(path), hash_prefix=re.search(r'-([a-f0-9]+)\.', path.name).group(1), progress=False
+        )
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120] if str(e).strip() else ''}"
 
 def imagenet_checkpoint(backbone: str,        # one of `IMAGENET_WEIGHTS`
                         download: bool = True, # fetch it when it is not in the cache
                        ) -> Path:
-    "torchvision's ImageNet weights for `backbone` in the torch cache; downloaded (hash-checked by torch.hub) if missing."
+    "torchvision's ImageNet weights for `backbone` in the torch cache; downloaded (hash checked) if missing."
     url = imagenet_url(backbone)
     path = Path(torch.hub.get_dir())/'checkpoints'/url.rsplit('/', 1)[-1]
     if path.is_file(): return path
     why = _download(url, path) if download else 'download=False'
     if why is None: return path
-    raise DataError(path, f"torchvision's ImageNet {backbone} weights are not in the torch cache and could not be downloaded "
-                          f"from {url} ({why}); put that file there (offline: copy it from a machine that has it), or {PRETRAINED_HELP}")
+    raise DataError(path, f"torchvision's ImageNet {backbone} weights are not in the torch cache and could not be "
+                          f"downloaded from {url} ({why}); put that file there (offline: copy it from a machine that "
+                          f"has it), or {PRETRAINED_HELP}")
 
 # %% ../nbs/05_model.ipynb #93b16518
 def reachable(url: str,            # an http(s) address
@@ -280,11 +309,14 @@ def reachable(url: str,            # an http(s) address
     "Does a TCP connection to `url`'s host open within `timeout` seconds?"
     u, ok = urlsplit(url), []
     def probe():
-        try: socket.create_connection((u.hostname, u.port or (443 if u.scheme == 'https' else 80)), timeout).close(); ok.append(True)
+        try:
+            port = u.port or (443 if u.scheme == 'https' else 80)
+            socket.create_connection((u.hostname, port), timeout).close(); ok.append(True)
         except (OSError, ValueError): pass
     t = threading.Thread(target=probe, daemon=True); t.start(); t.join(timeout)   # a hung name lookup is left behind
     return bool(ok)
 
+# %% ../nbs/05_model.ipynb #172c6a67
 def fetch_command(backbone: str) -> str:
     "The shell command that puts torchvision's ImageNet weights for `backbone` into the torch cache."
     return f"python -c \"import torchvision; torchvision.models.{backbone}(weights='IMAGENET1K_V1')\""
@@ -292,7 +324,7 @@ def fetch_command(backbone: str) -> str:
 def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
                   deep_stem: bool,  # the authors' 3x3 stem, for which torchvision has no weights
                  ) -> Path | None:
-    "torchvision's ImageNet weights when cached or downloadable (not tried under `AEL_OFFLINE`); else None, after one line why."
+    "torchvision's ImageNet weights when cached or downloadable (not tried under `AEL_OFFLINE`); else None, and why."
     url = imagenet_url(backbone); cached = Path(torch.hub.get_dir())/'checkpoints'/url.rsplit('/', 1)[-1]
     if deep_stem: why = "torchvision has no ImageNet weights for the 3x3 deep stem (model.deep_stem=true)"
     elif cached.is_file(): return cached
@@ -300,13 +332,13 @@ def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
     elif not reachable(url): why = f"{cached} is missing and {urlsplit(url).hostname} is out of reach"
     elif (err := _download(url, cached)) is None: return cached
     else: why = f"{url} could not be downloaded ({err})"
-    if is_main(): print(f"model.pretrained=auto: the {backbone} backbone trains from scratch: {why}; to start from ImageNet, "
-                        f"fetch the weights once with: {fetch_command(backbone)}", flush=True)
+    if is_main(): print(f"model.pretrained=auto: the {backbone} backbone trains from scratch: {why}; to start from "
+                        f"ImageNet, fetch the weights once with: {fetch_command(backbone)}", flush=True)
     return None
 
 # %% ../nbs/05_model.ipynb #08a28084
 def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped)
-                    pretrained,        # 'imagenet', 'auto' (`auto_imagenet`), a checkpoint path, or None / 'none' (keep the random weights)
+                    pretrained,        # 'imagenet', 'auto', a checkpoint path, or None / 'none' (random weights)
                    ) -> Path | None:   # the file loaded
     "Fill the whole backbone from `pretrained`; any weight the file leaves random is an error naming the file."
     m = unwrap(model)
@@ -314,17 +346,23 @@ def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped
     if _scratch(pretrained): return None
     if str(pretrained).lower() == 'imagenet':
         if m.deep_stem: raise ValueError(
-            "model.pretrained=imagenet with model.deep_stem=true: torchvision's ImageNet ResNets have a 7x7 stem, which "
-            "cannot fill the authors' 3x3 deep stem. Pass the authors' deep-stem file ('resnet101c'/'v1c' layout) as "
-            "model.pretrained=PATH, or use torchvision's weights with model.deep_stem=false model.pretrained=imagenet")
+            "model.pretrained=imagenet with model.deep_stem=true: torchvision's ImageNet ResNets have a 7x7 stem, "
+            "which cannot fill the authors' 3x3 deep stem. Pass the authors' deep-stem file ('resnet101c'/'v1c' "
+            "layout) as model.pretrained=PATH, or use torchvision's weights with model.deep_stem=false "
+            "model.pretrained=imagenet")
         path = imagenet_checkpoint(m.backbone_name)
     else: path = Path(pretrained)   # a Path from 'auto', or one given
     try: missing, _ = load_backbone(m, path)
     except DataError as e: raise DataError(path, f"{e.problem}; {PRETRAINED_HELP}") from e
     if missing and all(k.startswith(STEM_KEYS) for k in missing):
-        has, other = ('the 3x3 deep stem (model.deep_stem=true)', 'false') if m.deep_stem else ("torchvision's 7x7 stem (model.deep_stem=false)", 'true')
-        raise DataError(path, f"its stem does not fit the model, which has {has}: set model.deep_stem={other} to match the file, or {PRETRAINED_HELP}")
-    if missing: raise DataError(path, f"{len(missing)} backbone weights are not in it ({', '.join(missing[:3])}, ...); {PRETRAINED_HELP}")
+        has, other = (('the 3x3 deep stem (model.deep_stem=true)', 'false') if m.deep_stem else
+                      ("torchvision's 7x7 stem (model.deep_stem=false)", 'true'))
+        raise DataError(path, f"its stem does not fit the model, which has {has}: set model.deep_stem={other} to match "
+                              f"the file, or {PRETRAINED_HELP}")
+    if missing:
+        raise DataError(
+            path, f"{len(missing)} backbone weights are not in it ({', '.join(missing[:3])}, ...); {PRETRAINED_HELP}"
+        )
     return path
 
 # %% ../nbs/05_model.ipynb #5ef95624

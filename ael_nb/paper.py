@@ -14,7 +14,8 @@ __all__ = ['AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES', 'ABLATIONS', 'Difference'
 # %% ../nbs/14a_paper.ipynb #499c9619
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
                    'method.acm_targets=half', 'optim.loss_per_rank=true', 'method.absent_as_zero=true',
-                   'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true', 'method.unsup_per_image=false',
+                   'method.bank_reduction=pixel', 'method.aes_source=student', 'method.cp_sqrt=true',
+                   'method.unsup_per_image=false',
                    'method.acm_stride=1', 'method.aes_bank=after', 'method.aes_draw=class',
                    'method.unsup_denominator=all', 'method.table_rule=authors', 'method.acm_full=fallback',
                    'method.box_position=round', 'method.cp_choice=batch', 'optim.amp=none', 'model.channels_last=false']
@@ -85,7 +86,8 @@ _LOSSES_COPY_PASTE = (
     _D('unsupervised loss normalisation', ('method.unsup_per_image',), 'Eq. 11, per image', 'over the batch', 'Eq. 11'),
     _D('Eq. 11 denominator', ('method.unsup_denominator',), 'pixels with a target',
        'every pixel, those below the pseudo-label threshold (VOC 0.7) included', 'pixels with a target'),
-    _D('OHEM, every label of the batch ignored', (), '-', 'mean cross-entropy over no pixel: NaN, which poisons the update',
+    _D('OHEM, every label of the batch ignored', (), '-',
+       'mean cross-entropy over no pixel: NaN, which poisons the update',
        '0, with a zero gradient: no labeled pixel, nothing to learn', 'the supervised loss of such a batch'),
     _D('Copy-Paste sampling', ('method.cp_sqrt',), 'Eq. 7, softmax(1 - Conf)', 'softmax(sqrt(1 - Conf))', 'Eq. 7'),
     _D('Copy-Paste classes', ('method.cp_choice',), 'K classes pasted',
@@ -161,8 +163,10 @@ ABLATIONS = {
     'dr+aes+acm': ['method.acp=false'],
     'ael': [],
     # Table 6: gamma; Table 7: indicator (dr+aes); Table 8: r*; Table 9: K; Table 10: alpha
-    **{f'gamma={g}': ['method.aes=false', 'method.acm=false', 'method.acp=false', f'method.gamma={g}'] for g in (0, 0.5, 1, 2, 3)},
-    **{f'indicator={i}': ['method.acm=false', 'method.acp=false', f'method.indicator={i}'] for i in ('confidence', 'margin', 'entropy')},
+    **{f'gamma={g}': ['method.aes=false', 'method.acm=false', 'method.acp=false', f'method.gamma={g}']
+       for g in (0, 0.5, 1, 2, 3)},
+    **{f'indicator={i}': ['method.acm=false', 'method.acp=false', f'method.indicator={i}']
+       for i in ('confidence', 'margin', 'entropy')},
     **{f'r_star={r}': ['method.acp=false', f'method.r_star={r}'] for r in (0.001, 0.003, 0.005, 0.01)},
     **{f'k={k}': [f'method.k={k}'] for k in (1, 2, 3, 4)},
     **{f'alpha={a}': [f'method.alpha={a}'] for a in (0.5, 1.0, 1.5, 2.0)},

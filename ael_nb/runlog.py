@@ -19,7 +19,7 @@ from .steps import Trace
 from .faults import disk_space
 
 # %% auto #0
-__all__ = ['IMAGE_KEYS', 'CLASS_KEYS', 'json_safe', 'RunLog', 'read_metrics', 'evaluate_models', 'eval_scalars', 'compact_trace',
+__all__ = ['IMAGE_KEYS', 'CLASS_KEYS', 'json_safe', 'read_metrics', 'RunLog', 'evaluate_models', 'eval_scalars', 'compact_trace',
            'save_trace', 'read_traces', 'markdown_table', 'plot_conf_bank', 'results_table', 'write_results']
 
 # %% ../nbs/19_runlog.ipynb #bb47aad4
@@ -30,7 +30,7 @@ def json_safe(x):
     if isinstance(x, (list, tuple)): return [json_safe(v) for v in x]
     return x
 
-# %% ../nbs/19_runlog.ipynb #f000f37f
+# %% ../nbs/19_runlog.ipynb #24386a52
 def _records(path: Path) -> list[tuple[str, dict]]:
     "The (line, record) pairs of a metrics.jsonl; a torn last line is dropped with a warning."
     lines = [l for l in path.read_text().splitlines() if l.strip()]
@@ -42,6 +42,12 @@ def _records(path: Path) -> list[tuple[str, dict]]:
             warnings.warn(f"{path}: dropped a torn last line (a process stopped while writing it): {l[:60]!r}")
     return out
 
+def read_metrics(out) -> list[dict]:
+    "The records of a run's metrics.jsonl (without a torn last line)."
+    p = Path(out) / 'metrics.jsonl'
+    return [r for _, r in _records(p)] if p.exists() else []
+
+# %% ../nbs/19_runlog.ipynb #f000f37f
 class RunLog:
     "metrics.jsonl + TensorBoard of a run directory (no-ops on ranks other than 0)."
     def __init__(self, out: Path, tensorboard: bool = True, resume_it: int|None = None):
@@ -65,11 +71,6 @@ class RunLog:
 
     def close(self):
         if self.tb is not None: self.tb.close()
-
-def read_metrics(out) -> list[dict]:
-    "The records of a run's metrics.jsonl (without a torn last line)."
-    p = Path(out) / 'metrics.jsonl'
-    return [r for _, r in _records(p)] if p.exists() else []
 
 # %% ../nbs/19_runlog.ipynb #2a34ae44
 def evaluate_models(state: TrainState, data: RunData, device) -> dict:
@@ -148,6 +149,7 @@ def results_table(cms: dict, info: DatasetInfo):
                          index=pd.Index(['mean (head)', 'mean (tail)', 'mIoU'], name=df.index.name))
     return pd.concat([df, means.assign(group='')])
 
+# %% ../nbs/19_runlog.ipynb #816d4f19
 def write_results(out: Path, cms: dict, info: DatasetInfo, plots: bool = True):
     "per_class.csv / per_class.md (`results_table`) and, with `plots`, iou.png and conf_bank.png in the run directory."
     df = results_table(cms, info)

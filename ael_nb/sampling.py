@@ -18,7 +18,7 @@ def sampling_prob(
     exclude: Iterable[int] = (),  # class ids never to draw (probability 0)
     sqrt: bool = False,  # True: softmax(sqrt(1 - conf)), the authors' Copy-Paste variant
 ) -> torch.Tensor:  # r [C], sums to 1, on conf's device
-    "Sampling probability of each class, $\\mathrm{softmax}((1 - \\mathrm{Conf})/T)$ over the classes not excluded (Eq. 7)."
+    "Sampling probability of each class, $\\mathrm{softmax}((1 - \\mathrm{Conf})/T)$ over the allowed classes (Eq. 7)."
     if temperature <= 0: raise ValueError(f"temperature must be > 0, got {temperature}")
     x = (1 - conf.float()).clamp_min(0)
     if sqrt: x = x.sqrt()

@@ -39,13 +39,15 @@ def ema_update(teacher: nn.Module,    # the model `make_teacher` returned (updat
     if buffers not in ('ema', 'copy'): raise ValueError(f"buffers={buffers!r}: expected 'ema' or 'copy'")
     t, s = unwrap(teacher), unwrap(student)
     d = ema_decay(it, decay)
-    tp, sp, tb, sb = dict(t.named_parameters()), dict(s.named_parameters()), dict(t.named_buffers()), dict(s.named_buffers())
+    tp, sp = dict(t.named_parameters()), dict(s.named_parameters())
+    tb, sb = dict(t.named_buffers()), dict(s.named_buffers())
     if tp.keys() != sp.keys() or tb.keys() != sb.keys():
         diff = sorted((tp.keys() ^ sp.keys()) | (tb.keys() ^ sb.keys()))
         raise ValueError(f"teacher and student differ in {len(diff)} tensors, e.g. {diff[:3]}")
     avg = [k for k, b in tb.items() if buffers == 'ema' and b.is_floating_point()]
     cp = [k for k in tb if k not in set(avg)]
     with torch.no_grad():                       # fused: a few kernels for the whole model, not two per tensor
-        torch._foreach_lerp_([*tp.values(), *(tb[k] for k in avg)], [*(sp[k] for k in tp), *(sb[k] for k in avg)], 1 - d)
+        torch._foreach_lerp_([*tp.values(), *(tb[k] for k in avg)],
+                             [*(sp[k] for k in tp), *(sb[k] for k in avg)], 1 - d)
         if cp: torch._foreach_copy_([tb[k] for k in cp], [sb[k] for k in cp])
     return d
