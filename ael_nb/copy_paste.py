@@ -26,6 +26,7 @@ def present_classes(
     out = torch.zeros(B, num_classes + 1, dtype=torch.bool, device=labels.device)
     return out.scatter_(1, lab, True)[:, :num_classes]
 
+# %% ../nbs/12_copy_paste.ipynb #bb451cb1
 def choose_classes(
     labels: torch.Tensor,  # [B,H,W] the maps to draw classes from
     prob: torch.Tensor,  # [C] sampling probability r (Eq. 7)
@@ -39,13 +40,14 @@ def choose_classes(
     top = keys.topk(min(k, w.shape[1]), dim=1).indices
     return torch.zeros_like(w, dtype=torch.bool).scatter_(1, top, True) & (w > 0)
 
+# %% ../nbs/12_copy_paste.ipynb #d9f1ef8a
 def batch_classes(
     labels: torch.Tensor,  # [B,H,W] the maps to paste from
     prob: torch.Tensor,  # [C] sampling probability r (Eq. 7)
     k: int,  # draws (K)
     generator: torch.Generator | None = None,  # source of randomness
 ) -> torch.Tensor:  # bool [B,C]: the drawn classes each map holds
-    "The authors' choice: `k` draws with replacement from `prob`, once for the batch; each map pastes those it holds."
+    "The authors' choice: `k` draws with replacement from `prob`, once per batch; each map pastes those it holds."
     drawn = torch.zeros(prob.numel(), dtype=torch.bool, device=labels.device)
     drawn[sample_classes(prob.to(labels.device), k, generator)] = True
     return present_classes(labels, prob.numel()) & drawn
@@ -59,9 +61,10 @@ def large_scale_jitter(
     generator: torch.Generator | None = None,  # source of randomness
     ignore_index: int = IGNORE_INDEX,  # label padding
 ) -> tuple[torch.Tensor, torch.Tensor]:  # jittered (images, labels), same shapes
-    "Large-scale jittering of each image and label of a batch, back to the batch's size, in one pass over the batch."
+    "Large-scale jittering of each image and label of a batch, back to the batch's size, in one pass."
     if not len(images): return images, labels
-    out, lab, _ = resize_crop(images, labels, tuple(images.shape[-2:]), scale, flip, generator, ignore_index=ignore_index)
+    out, lab, _ = resize_crop(images, labels, tuple(images.shape[-2:]), scale, flip, generator,
+                              ignore_index=ignore_index)
     return out.to(images.dtype), lab
 
 # %% ../nbs/12_copy_paste.ipynb #14baf318
@@ -90,7 +93,7 @@ def adaptive_copy_paste(
     generator: torch.Generator | None = None,  # source of randomness
     ignore_index: int = IGNORE_INDEX,  # label of no class; never pasted
     return_mask: bool = False,  # also return the paste mask bool [B,H,W]
-    return_info: bool = False,  # also return dict(mask, src [B], classes bool [B,C] pasted, applied bool [B]) (for traces)
+    return_info: bool = False,  # also return dict(mask, src [B], classes bool [B,C] pasted, applied bool [B])
     src: torch.Tensor | None = None,  # [B] source index of each image (default: `other_index`, at random)
     choice: str = 'present',  # 'present': `choose_classes` per image; 'batch': `batch_classes`, the authors'
 ) -> tuple:  # (images, labels) or (images, labels, mask)

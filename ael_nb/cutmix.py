@@ -37,6 +37,7 @@ def random_boxes(
         x0 = torch.minimum((u[:, 3] * (w - bw + 1)).long(), w - bw)
     return torch.stack([y0, x0, y0 + bh, x0 + bw], 1)
 
+# %% ../nbs/13_cutmix.ipynb #0f286b83
 def box_mask(
     boxes: torch.Tensor,  # long [n,4] (y0, x0, y1, x1)
     h: int, w: int,  # image size
@@ -47,6 +48,7 @@ def box_mask(
     b = boxes[:, :, None, None]
     return (ys >= b[:, 0]) & (ys < b[:, 2]) & (xs >= b[:, 1]) & (xs < b[:, 3])
 
+# %% ../nbs/13_cutmix.ipynb #aaf2b7a0
 def cutmix_box_mask(
     h: int, w: int,  # image size
     area: tuple[float, float] = (0.5, 0.5),  # range of the box area (fraction of the image)
@@ -67,6 +69,7 @@ def paste(
     "`source` where `mask`, `target` elsewhere (channels, if any, alike)."
     return torch.where(mask if target.ndim == 3 else mask[:, None], source, target)
 
+# %% ../nbs/13_cutmix.ipynb #57919737
 def cutmix(
     images: torch.Tensor,  # [B,3,H,W] unlabeled images
     probs: torch.Tensor,  # teacher's predictions on them: [B,C,H,W] (probabilities or logits) or [B,H,W]
@@ -75,10 +78,11 @@ def cutmix(
     return_mask: bool = False,  # also return the mask bool [B,H,W] (True = from the partner)
     prob: float = 1.0,  # probability that an image gets a box (UniMatch: 0.5)
 ) -> tuple:  # (images, probs) or (images, probs, mask)
-    "Plain CutMix: paste a random box of another image of the batch, into the image and its predictions alike."
+    "Plain CutMix: paste a random box of another image of the batch into the image and its predictions alike."
     B, _, H, W = images.shape
     j = other_index(B, generator, images.device)
-    mask = cutmix_box_mask(H, W, area, generator, images.device, n=B) & (j != torch.arange(B, device=j.device))[:, None, None]
+    mask = (cutmix_box_mask(H, W, area, generator, images.device, n=B)
+            & (j != torch.arange(B, device=j.device))[:, None, None])
     if prob < 1: mask &= (draw(B, generator, images.device) < prob)[:, None, None]
     out = paste(images, images[j], mask), paste(probs, probs[j], mask)
     return (*out, mask) if return_mask else out
@@ -137,6 +141,7 @@ def pixel_counts(self: ClassTable,
     return torch.zeros(B, C + 1, dtype=torch.float64, device=lab.device).scatter_add_(
         1, lab, torch.ones_like(lab, dtype=torch.float64))[:, :C]
 
+# %% ../nbs/13_cutmix.ipynb #429d14ef
 @patch
 def class_shares(self: ClassTable,
                  pseudo: torch.Tensor,  # [B,H,W] pseudo-labels (teacher argmax), ignore_index = not counted
@@ -146,6 +151,7 @@ def class_shares(self: ClassTable,
     counts = self.pixel_counts(pseudo, ignore_index)
     return counts / counts.sum(1, keepdim=True).clamp_min(1)
 
+# %% ../nbs/13_cutmix.ipynb #9528a4d4
 @patch
 def holds(self: ClassTable,
           pseudo: torch.Tensor,  # [B,H,W] pseudo-labels
@@ -155,6 +161,7 @@ def holds(self: ClassTable,
     if self.rule == 'share': return self.class_shares(pseudo, ignore_index) > self.r_star
     return self.pixel_counts(pseudo, ignore_index) >= self.r_star * pseudo.shape[-1] ** 2
 
+# %% ../nbs/13_cutmix.ipynb #0f143295
 @patch
 def update(self: ClassTable,
            indices: torch.Tensor,  # long [B]: indices of the images in the unlabeled set
@@ -188,7 +195,8 @@ def _newest_columns(self: ClassTable, newest: torch.Tensor) -> torch.Tensor:
 def merge_(self: ClassTable, other: ClassTable) -> ClassTable:
     "Keep, per image, the column of whichever table refreshed it last (union on ties), in place."
     newest = torch.maximum(self.stamp, other.stamp.to(self.stamp.device))
-    cols = torch.maximum(self._newest_columns(newest), other._newest_columns(newest.to(other.stamp.device)).to(self.table.device))
+    cols = torch.maximum(self._newest_columns(newest),
+                         other._newest_columns(newest.to(other.stamp.device)).to(self.table.device))
     self.table, self.stamp, self.step = cols.bool(), newest, max(self.step, other.step)
     return self
 
@@ -217,6 +225,7 @@ def load_state_dict(self: ClassTable, d: dict) -> ClassTable:
     self.step, self.r_star = int(d['step']), d['r_star']
     return self
 
+# %% ../nbs/13_cutmix.ipynb #8f2fa021
 @patch
 def to(self: ClassTable, device) -> ClassTable:
     "Move the table to `device` (in place); returns it."
@@ -277,13 +286,14 @@ def mask_boxes(
 def cell_counts(
     mask: torch.Tensor,  # bool [B,H,W]
     stride: int = 4,  # cell side in pixels
-) -> torch.Tensor:  # long [B,ceil(H/stride),ceil(W/stride)]: mask pixels per cell (the last row / column may be partial)
+) -> torch.Tensor:  # long [B,ceil(H/stride),ceil(W/stride)]: mask pixels per cell, the last ones maybe partial
     "Number of mask pixels in each stride x stride cell."
     B, H, W = mask.shape
     h, w = -(-H // stride), -(-W // stride)
     m = F.pad(mask.to(torch.uint8), (0, w * stride - W, 0, h * stride - H))
     return m.view(B, h, stride, w, stride).sum((2, 4))
 
+# %% ../nbs/13_cutmix.ipynb #316d609c
 def region_boxes(
     mask: torch.Tensor,  # bool [B,H,W] pixels of the chosen class in each source
     generator: torch.Generator | None = None,  # source of randomness
@@ -326,7 +336,7 @@ def acm_boxes(
     min_area: float = 0.005,  # smallest usable region, fraction of the image (the authors use r*)
     fallback_area: tuple[float, float] = (0.5, 0.5),  # random box when there is no usable region
     src_valid: torch.Tensor | None = None,  # bool [B,H,W] real (not padded) source pixels
-    stride: int = 4,  # components on stride x stride cells (4 = DeepLabv3+ output); 1 = on the pixels, as the authors
+    stride: int = 4,  # components on stride x stride cells (4: DeepLabv3+ output); 1: on the pixels (authors)
     full: str = 'region',  # a source all of the class: 'region' (the image) or 'fallback' (a random box, authors')
     position: str = 'uniform',  # the random box's offset, see `random_boxes`
 ) -> tuple[torch.Tensor, torch.Tensor]:  # (long [B,4] boxes, bool [B] found: True = class region, False = fallback)
@@ -338,6 +348,7 @@ def acm_boxes(
     fallback = random_boxes(B, H, W, fallback_area, generator, src_probs.device, position)
     return torch.where(found[:, None], boxes, fallback), found
 
+# %% ../nbs/13_cutmix.ipynb #dea864df
 def adaptive_cutmix(
     images: torch.Tensor,  # [B,3,H,W] target unlabeled images
     probs: torch.Tensor,  # [B,C,H,W] teacher's probabilities (or logits) on them
@@ -349,7 +360,7 @@ def adaptive_cutmix(
     fallback_area: tuple[float, float] = (0.5, 0.5),  # random box when there is no usable region
     src_valid: torch.Tensor | None = None,  # bool [B,H,W] real (not padded) source pixels
     return_found: bool = False,  # also return found bool [B]: True = class region, False = fallback box
-    stride: int = 4,  # region search on stride x stride cells (4 = DeepLabv3+ output); 1 = on the pixels, as the authors
+    stride: int = 4,  # region search on stride x stride cells (4: DeepLabv3+ output); 1: on the pixels (authors)
     full: str = 'region',  # see `acm_boxes`
     position: str = 'uniform',  # see `random_boxes`
 ) -> tuple:  # (images, probs, mask) [+ found]; mask bool [B,H,W] True = from the source

@@ -11,13 +11,14 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import torch
 from PIL import Image, ImageOps
+from fastcore.basics import patch
 from .core import IGNORE_INDEX, DatasetInfo, DataError
 
 # %% auto #0
 __all__ = ['DEEP_MODES', 'CAMVID_INFO', 'CITYSCAPES_INFO', 'CITYSCAPES_ID_TO_TRAINID', 'VOC_INFO', 'ADE20K_CLASSES',
            'ADE20K_INFO', 'IMAGE_EXTS', 'read_image', 'exif_orientation', 'read_label', 'make_lut', 'identity_map',
-           'decode_label', 'SegDataset', 'dataset_root', 'require_samples', 'CamVid', 'Cityscapes', 'voc_palette',
-           'VOC', 'ADE20K', 'image_files', 'ImageFolder', 'make_fixture', 'colorize']
+           'decode_label', 'SegDataset', 'dataset_root', 'require_samples', 'make_fixture', 'CamVid', 'Cityscapes',
+           'voc_palette', 'VOC', 'ADE20K', 'image_files', 'ImageFolder', 'colorize']
 
 # %% ../nbs/08_datasets.ipynb #10bb05e5
 DEEP_MODES = ('I', 'I;16', 'I;16B', 'I;16L', 'I;16N', 'F')   # one channel of more than 8 bits: RGB would clip it
@@ -36,6 +37,7 @@ def read_image(path) -> torch.Tensor:
                               'save it as 8-bit RGB or grey')
     return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
 
+# %% ../nbs/08_datasets.ipynb #a7ea8e81
 def exif_orientation(path) -> int:
     "The EXIF orientation `read_image` applies to an image file: 2..8, else 1 (stored upright, or unreadable)."
     try:
@@ -61,11 +63,12 @@ def read_label(path) -> np.ndarray:
 
 # %% ../nbs/08_datasets.ipynb #87c3b7c5
 def make_lut(mapping: dict, size: int = 256) -> np.ndarray:
-    "Lookup table raw label value -> train id (`IGNORE_INDEX` for ignored values, -1 for values that must not occur)."
+    "Lookup table raw label value -> train id (`IGNORE_INDEX` for ignored values, -1 for values never allowed)."
     lut = np.full(size, -1, np.int64)
     for raw, tid in mapping.items(): lut[raw] = tid
     return lut
 
+# %% ../nbs/08_datasets.ipynb #87f1baa8
 def identity_map(num_classes: int, ignore_index: int = IGNORE_INDEX) -> dict:
     "Raw values 0..C-1 are the train ids, `ignore_index` stays ignore: the usual case."
     return {**{c: c for c in range(num_classes)}, ignore_index: ignore_index}
@@ -93,13 +96,13 @@ def decode_label(raw: np.ndarray, lut: np.ndarray, path='<label>') -> torch.Tens
 class SegDataset(torch.utils.data.Dataset):
     "Images with optional label maps, addressed by string ids; subclasses only list their files."
     label_map: dict | None = None   # raw label value -> train id; None: 0..C-1 are train ids, 255 is ignore
-
     def __init__(self,
                  items,                   # (id, image path, label path or None) per sample
                  info: DatasetInfo,       # class names, palette, tail classes
                  root=None,               # dataset folder, for messages
                  split: str | None = None):  # split name, for messages and manifests
-        self.items = [(str(i), None if ip is None else Path(ip), None if lp is None else Path(lp)) for i, ip, lp in items]
+        self.items = [(str(i), None if ip is None else Path(ip), None if lp is None else Path(lp))
+                      for i, ip, lp in items]
         self.info, self.root, self.split = info, root, split
         self._index = {}
         for k, (i, ip, _) in enumerate(self.items):
@@ -130,24 +133,29 @@ class SegDataset(torch.utils.data.Dataset):
         n = sum(lp is not None for _, _, lp in self.items)
         return f'{type(self).__name__}({self.info.name!r}, split={self.split!r}, {len(self)} images, {n} labeled)'
 
-    def lut(self, label_path) -> np.ndarray:
-        "The lookup table for `label_path` (a subclass may pick one per file)."
-        if not hasattr(self, '_lut'):
-            self._lut = make_lut(self.label_map if self.label_map is not None else identity_map(self.info.num_classes, self.info.ignore_index))
-        return self._lut
+# %% ../nbs/08_datasets.ipynb #0696bdc2
+@patch
+def lut(self: SegDataset, label_path) -> np.ndarray:
+    "The lookup table for `label_path` (a subclass may pick one per file)."
+    if not hasattr(self, '_lut'):
+        self._lut = make_lut(self.label_map if self.label_map is not None
+                             else identity_map(self.info.num_classes, self.info.ignore_index))
+    return self._lut
 
-    def load_label(self, path) -> torch.Tensor:
-        "Train-id label map `int64 [H,W]` of one label file."
-        return decode_label(read_label(path), self.lut(path), path)
+@patch
+def load_label(self: SegDataset, path) -> torch.Tensor:
+    "Train-id label map `int64 [H,W]` of one label file."
+    return decode_label(read_label(path), self.lut(path), path)
 
-    def __getitem__(self, i: int) -> dict:
-        id, ip, lp = self.items[i]
-        image = read_image(ip)
-        label = None if lp is None else self.load_label(lp)
-        if label is not None and tuple(label.shape) != tuple(image.shape[1:]):
-            raise DataError(lp, f'label size {label.shape[1]}x{label.shape[0]} differs from image size '
-                                f'{image.shape[2]}x{image.shape[1]} of {ip}')
-        return dict(image=image, label=label, id=id)
+@patch
+def __getitem__(self: SegDataset, i: int) -> dict:
+    id, ip, lp = self.items[i]
+    image = read_image(ip)
+    label = None if lp is None else self.load_label(lp)
+    if label is not None and tuple(label.shape) != tuple(image.shape[1:]):
+        raise DataError(lp, f'label size {label.shape[1]}x{label.shape[0]} differs from image size '
+                            f'{image.shape[2]}x{image.shape[1]} of {ip}')
+    return dict(image=image, label=label, id=id)
 
 # %% ../nbs/08_datasets.ipynb #74711bab
 def _subset(self: SegDataset,
@@ -197,10 +205,97 @@ def dataset_root(name: str, root=None) -> Path:
     if not root.is_dir(): raise DataError(root, f'{name} dataset folder does not exist')
     return root
 
+# %% ../nbs/08_datasets.ipynb #a2673f79
 def require_samples(items: list, where, split: str) -> list:
-    "`items`, or a `DataError` naming `where` (the folder or list file) when the split lists no image: an empty split would train or score nothing."
+    "`items`, or a `DataError` naming `where` (the folder or list file) when the split lists no image."
     if not items: raise DataError(where, f'split {split!r} holds no images')
     return items
+
+# %% ../nbs/08_datasets.ipynb #d4c66b7f
+def _fixture_label(rng, h, w, num_classes):
+    "Horizontal bands of classes, a box of another class, a bottom row of ignore (train ids)."
+    lab = np.repeat(rng.integers(0, num_classes, 3)[np.arange(h) * 3 // h][:, None], w, 1)
+    y, x = rng.integers(0, max(h // 2, 1)), rng.integers(0, max(w // 2, 1))
+    lab[y:y + h // 3 + 1, x:x + w // 3 + 1] = rng.integers(0, num_classes)
+    lab[-1] = IGNORE_INDEX
+    return lab.astype(np.uint8)
+
+def _save(arr, path, palette=None):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    im = Image.fromarray(arr, mode='P' if palette else None)
+    if palette: im.putpalette([v for c in palette for v in c])
+    im.save(path, quality=95) if path.suffix == '.jpg' else im.save(path)
+
+# %% ../nbs/08_datasets.ipynb #54614de1
+def _fixture_camvid(root: Path, rng, img, n: int, h: int, w: int):
+    "SegNet's CamVid: `<split>/`, `<split>annot/` (11 = unlabelled) and lists of absolute SegNet paths."
+    for split in ('train', 'val'):
+        lines = []
+        for k in range(n):
+            name = f'{split}_{k:04d}.png'
+            lab = _fixture_label(rng, h, w, 11); lab[lab == IGNORE_INDEX] = 11
+            _save(img(), root/split/name); _save(lab, root/f'{split}annot'/name)
+            lines.append(f'/SegNet/CamVid/{split}/{name} /SegNet/CamVid/{split}annot/{name}')
+        (root/f'{split}.txt').write_text('\n'.join(lines) + '\n')
+
+def _fixture_cityscapes(root: Path, rng, img, n: int, h: int, w: int, label_ids: bool, extra: int):
+    "Cityscapes: `leftImg8bit/` and `gtFine/` per split and city; `train_extra` images without labels."
+    inv = {t: i for i, t in CITYSCAPES_ID_TO_TRAINID.items()}
+    for split, m in (('train', n), ('val', n), ('train_extra', extra)):
+        for k in range(m):
+            city = (('augsburg', 'konstanz') if split == 'train_extra' else ('aachen', 'bremen') if split == 'train'
+                    else ('lindau', 'munster'))[k % 2]
+            base = f'{city}_{k:06d}_000019'
+            _save(img(), root/'leftImg8bit'/split/city/f'{base}_leftImg8bit.png')
+            if split == 'train_extra': continue
+            lab, out = _fixture_label(rng, h, w, 19), root/'gtFine'/split/city
+            if label_ids: _save(np.vectorize(lambda t: inv.get(int(t), 0))(lab).astype(np.uint8),
+                                out/f'{base}_gtFine_labelIds.png')
+            else: _save(lab, out/f'{base}_gtFine_labelTrainIds.png')
+
+# %% ../nbs/08_datasets.ipynb #3ee7fb90
+def _fixture_voc(root: Path, rng, img, n: int, h: int, w: int):
+    "VOC: `JPEGImages/`, palette PNGs in `SegmentationClass/`, SBD's in `SegmentationClassAug/`, the split lists."
+    ids = {s: [f'2007_{s}{k:04d}' for k in range(n)] for s in ('tr', 'va', 'ag')}
+    for s, lst in ids.items():
+        for i in lst:
+            _save(img(), root/'JPEGImages'/f'{i}.jpg')
+            lab = _fixture_label(rng, h, w, 21)
+            if s == 'ag': _save(lab, root/'SegmentationClassAug'/f'{i}.png')
+            else: _save(lab, root/'SegmentationClass'/f'{i}.png', palette=voc_palette())
+    d = root/'ImageSets'/'Segmentation'; d.mkdir(parents=True, exist_ok=True)
+    (d/'train.txt').write_text('\n'.join(ids['tr']) + '\n'); (d/'val.txt').write_text('\n'.join(ids['va']) + '\n')
+    (d/'train_aug.txt').write_text('\n'.join(ids['tr'] + ids['ag']) + '\n')
+
+def _fixture_ade20k(root: Path, rng, img, n: int, h: int, w: int):
+    "ADE20K: `images/` and `annotations/` per split, the labels shifted by one (0 = other)."
+    for split in ('training', 'validation'):
+        for k in range(n):
+            i = f'ADE_{split[:5]}_{k:08d}'
+            lab = _fixture_label(rng, h, w, 150).astype(np.int64) + 1; lab[lab == IGNORE_INDEX + 1] = 0
+            _save(img(), root/'images'/split/f'{i}.jpg')
+            _save(lab.astype(np.uint8), root/'annotations'/split/f'{i}.png')
+
+# %% ../nbs/08_datasets.ipynb #5a95a3ba
+def make_fixture(layout: str,             # 'camvid', 'cityscapes', 'voc', 'ade20k' or 'folder'
+                 root,                    # folder to write into (created)
+                 n: int = 4,              # images per split
+                 size: tuple = (16, 24),  # (h, w)
+                 seed: int = 0,
+                 label_ids: bool = False, # cityscapes: write official `*_labelIds.png` instead of `*_labelTrainIds.png`
+                 extra: int = 0           # cityscapes: images in `leftImg8bit/train_extra` (no labels)
+                ) -> Path:
+    "Write a tiny dataset in the folder layout of `layout`; returns `root`."
+    root, rng, (h, w) = Path(root), np.random.default_rng(seed), size
+    img = lambda: rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    if layout == 'camvid': _fixture_camvid(root, rng, img, n, h, w)
+    elif layout == 'cityscapes': _fixture_cityscapes(root, rng, img, n, h, w, label_ids, extra)
+    elif layout == 'voc': _fixture_voc(root, rng, img, n, h, w)
+    elif layout == 'ade20k': _fixture_ade20k(root, rng, img, n, h, w)
+    elif layout == 'folder':
+        for k in range(n): _save(img(), root/('a' if k % 2 else 'b')/f'img{k}.jpg')
+    else: raise ValueError(f'unknown layout {layout!r}')
+    return root
 
 # %% ../nbs/08_datasets.ipynb #89794c8e
 CAMVID_INFO = DatasetInfo(
@@ -230,7 +325,8 @@ class CamVid(SegDataset):
         lst, items = root/f'{split}.txt', []
         if lst.is_file():
             for n, toks in enumerate(_read_list(lst), 1):
-                if len(toks) not in (1, 2): raise DataError(lst, f'line {n}: expected "image label", got {len(toks)} fields')
+                if len(toks) not in (1, 2):
+                    raise DataError(lst, f'line {n}: expected "image label", got {len(toks)} fields')
                 ip = _under_root(root, toks[0], 'CamVid')
                 items.append((ip.stem, ip, _under_root(root, toks[1], 'CamVid') if len(toks) == 2 else None))
         elif (root/split).is_dir():
@@ -272,7 +368,8 @@ class Cityscapes(SegDataset):
                 items.append((base, ip, lp))
         super().__init__(items, CITYSCAPES_INFO, root, '+'.join(splits))
         self._luts = {'train': make_lut(identity_map(19)),
-                      'ids': make_lut({**{i: IGNORE_INDEX for i in range(34)}, **CITYSCAPES_ID_TO_TRAINID, IGNORE_INDEX: IGNORE_INDEX})}
+                      'ids': make_lut({**{i: IGNORE_INDEX for i in range(34)}, **CITYSCAPES_ID_TO_TRAINID,
+                                       IGNORE_INDEX: IGNORE_INDEX})}
 
     def lut(self, label_path):
         return self._luts['ids' if str(label_path).endswith('_labelIds.png') else 'train']
@@ -312,20 +409,21 @@ class VOC(SegDataset):
 
 # %% ../nbs/08_datasets.ipynb #d23d5025
 ADE20K_CLASSES = [
-    'wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road', 'bed', 'windowpane', 'grass', 'cabinet', 'sidewalk',
-    'person', 'earth', 'door', 'table', 'mountain', 'plant', 'curtain', 'chair', 'car', 'water', 'painting', 'sofa',
-    'shelf', 'house', 'sea', 'mirror', 'rug', 'field', 'armchair', 'seat', 'fence', 'desk', 'rock', 'wardrobe', 'lamp',
-    'bathtub', 'railing', 'cushion', 'base', 'box', 'column', 'signboard', 'chest of drawers', 'counter', 'sand', 'sink',
-    'skyscraper', 'fireplace', 'refrigerator', 'grandstand', 'path', 'stairs', 'runway', 'case', 'pool table', 'pillow',
-    'screen door', 'stairway', 'river', 'bridge', 'bookcase', 'blind', 'coffee table', 'toilet', 'flower', 'book', 'hill',
-    'bench', 'countertop', 'stove', 'palm', 'kitchen island', 'computer', 'swivel chair', 'boat', 'bar', 'arcade machine',
-    'hovel', 'bus', 'towel', 'light', 'truck', 'tower', 'chandelier', 'awning', 'streetlight', 'booth',
-    'television receiver', 'airplane', 'dirt track', 'apparel', 'pole', 'land', 'bannister', 'escalator', 'ottoman',
-    'bottle', 'buffet', 'poster', 'stage', 'van', 'ship', 'fountain', 'conveyer belt', 'canopy', 'washer', 'plaything',
-    'swimming pool', 'stool', 'barrel', 'basket', 'waterfall', 'tent', 'bag', 'minibike', 'cradle', 'oven', 'ball', 'food',
-    'step', 'tank', 'trade name', 'microwave', 'pot', 'animal', 'bicycle', 'lake', 'dishwasher', 'screen', 'blanket',
-    'sculpture', 'hood', 'sconce', 'vase', 'traffic light', 'tray', 'ashcan', 'fan', 'pier', 'crt screen', 'plate',
-    'monitor', 'bulletin board', 'shower', 'radiator', 'glass', 'clock', 'flag']
+    'wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road', 'bed', 'windowpane', 'grass', 'cabinet',
+    'sidewalk', 'person', 'earth', 'door', 'table', 'mountain', 'plant', 'curtain', 'chair', 'car', 'water',
+    'painting', 'sofa', 'shelf', 'house', 'sea', 'mirror', 'rug', 'field', 'armchair', 'seat', 'fence', 'desk',
+    'rock', 'wardrobe', 'lamp', 'bathtub', 'railing', 'cushion', 'base', 'box', 'column', 'signboard',
+    'chest of drawers', 'counter', 'sand', 'sink', 'skyscraper', 'fireplace', 'refrigerator', 'grandstand', 'path',
+    'stairs', 'runway', 'case', 'pool table', 'pillow', 'screen door', 'stairway', 'river', 'bridge', 'bookcase',
+    'blind', 'coffee table', 'toilet', 'flower', 'book', 'hill', 'bench', 'countertop', 'stove', 'palm',
+    'kitchen island', 'computer', 'swivel chair', 'boat', 'bar', 'arcade machine', 'hovel', 'bus', 'towel', 'light',
+    'truck', 'tower', 'chandelier', 'awning', 'streetlight', 'booth', 'television receiver', 'airplane',
+    'dirt track', 'apparel', 'pole', 'land', 'bannister', 'escalator', 'ottoman', 'bottle', 'buffet', 'poster',
+    'stage', 'van', 'ship', 'fountain', 'conveyer belt', 'canopy', 'washer', 'plaything', 'swimming pool', 'stool',
+    'barrel', 'basket', 'waterfall', 'tent', 'bag', 'minibike', 'cradle', 'oven', 'ball', 'food', 'step', 'tank',
+    'trade name', 'microwave', 'pot', 'animal', 'bicycle', 'lake', 'dishwasher', 'screen', 'blanket', 'sculpture',
+    'hood', 'sconce', 'vase', 'traffic light', 'tray', 'ashcan', 'fan', 'pier', 'crt screen', 'plate', 'monitor',
+    'bulletin board', 'shower', 'radiator', 'glass', 'clock', 'flag',]
 ADE20K_INFO = DatasetInfo('ade20k', ADE20K_CLASSES, voc_palette(151)[1:], tail_classes=list(range(100, 150)))
 
 class ADE20K(SegDataset):
@@ -351,6 +449,7 @@ def image_files(d: Path) -> dict:
         out[i] = p
     return out
 
+# %% ../nbs/08_datasets.ipynb #b2a3aba4
 class ImageFolder(SegDataset):
     "Every image under `root` (recursively), unlabeled unless `label_dir/<id>.png` exists."
     def __init__(self, root, info: DatasetInfo, label_dir=None, split: str = 'all'):
@@ -360,75 +459,6 @@ class ImageFolder(SegDataset):
         if not files: raise DataError(root, f'no images ({", ".join(IMAGE_EXTS)}) found')
         lab = lambda i: Path(label_dir)/f'{i}.png' if label_dir and (Path(label_dir)/f'{i}.png').is_file() else None
         super().__init__([(i, p, lab(i)) for i, p in files.items()], info, root, split)
-
-# %% ../nbs/08_datasets.ipynb #d4c66b7f
-def _fixture_label(rng, h, w, num_classes):
-    "Horizontal bands of classes, a box of another class, a bottom row of ignore (train ids)."
-    lab = np.repeat(rng.integers(0, num_classes, 3)[np.arange(h) * 3 // h][:, None], w, 1)
-    y, x = rng.integers(0, max(h // 2, 1)), rng.integers(0, max(w // 2, 1))
-    lab[y:y + h // 3 + 1, x:x + w // 3 + 1] = rng.integers(0, num_classes)
-    lab[-1] = IGNORE_INDEX
-    return lab.astype(np.uint8)
-
-def _save(arr, path, palette=None):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    im = Image.fromarray(arr, mode='P' if palette else None)
-    if palette: im.putpalette([v for c in palette for v in c])
-    im.save(path, quality=95) if path.suffix == '.jpg' else im.save(path)
-
-def make_fixture(layout: str,             # 'camvid', 'cityscapes', 'voc', 'ade20k' or 'folder'
-                 root,                    # folder to write into (created)
-                 n: int = 4,              # images per split
-                 size: tuple = (16, 24),  # (h, w)
-                 seed: int = 0,
-                 label_ids: bool = False, # cityscapes: write official `*_labelIds.png` instead of `*_labelTrainIds.png`
-                 extra: int = 0           # cityscapes: images in `leftImg8bit/train_extra` (no labels)
-                ) -> Path:
-    "Write a tiny dataset in the folder layout of `layout`; returns `root`."
-    root, rng, (h, w) = Path(root), np.random.default_rng(seed), size
-    img = lambda: rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
-    if layout == 'camvid':
-        for split in ('train', 'val'):
-            lines = []
-            for k in range(n):
-                name = f'{split}_{k:04d}.png'
-                lab = _fixture_label(rng, h, w, 11); lab[lab == IGNORE_INDEX] = 11
-                _save(img(), root/split/name); _save(lab, root/f'{split}annot'/name)
-                lines.append(f'/SegNet/CamVid/{split}/{name} /SegNet/CamVid/{split}annot/{name}')
-            (root/f'{split}.txt').write_text('\n'.join(lines) + '\n')
-    elif layout == 'cityscapes':
-        inv = {t: i for i, t in CITYSCAPES_ID_TO_TRAINID.items()}
-        for split, m in (('train', n), ('val', n), ('train_extra', extra)):
-            for k in range(m):
-                city = (('augsburg', 'konstanz') if split == 'train_extra' else ('aachen', 'bremen') if split == 'train'
-                        else ('lindau', 'munster'))[k % 2]
-                base = f'{city}_{k:06d}_000019'
-                _save(img(), root/'leftImg8bit'/split/city/f'{base}_leftImg8bit.png')
-                if split == 'train_extra': continue
-                lab = _fixture_label(rng, h, w, 19)
-                if label_ids: _save(np.vectorize(lambda t: inv.get(int(t), 0))(lab).astype(np.uint8), root/'gtFine'/split/city/f'{base}_gtFine_labelIds.png')
-                else: _save(lab, root/'gtFine'/split/city/f'{base}_gtFine_labelTrainIds.png')
-    elif layout == 'voc':
-        ids = {s: [f'2007_{s}{k:04d}' for k in range(n)] for s in ('tr', 'va', 'ag')}
-        for s, lst in ids.items():
-            for i in lst:
-                _save(img(), root/'JPEGImages'/f'{i}.jpg')
-                lab = _fixture_label(rng, h, w, 21)
-                if s == 'ag': _save(lab, root/'SegmentationClassAug'/f'{i}.png')
-                else: _save(lab, root/'SegmentationClass'/f'{i}.png', palette=voc_palette())
-        d = root/'ImageSets'/'Segmentation'; d.mkdir(parents=True, exist_ok=True)
-        (d/'train.txt').write_text('\n'.join(ids['tr']) + '\n'); (d/'val.txt').write_text('\n'.join(ids['va']) + '\n')
-        (d/'train_aug.txt').write_text('\n'.join(ids['tr'] + ids['ag']) + '\n')
-    elif layout == 'ade20k':
-        for split in ('training', 'validation'):
-            for k in range(n):
-                i = f'ADE_{split[:5]}_{k:08d}'
-                lab = _fixture_label(rng, h, w, 150).astype(np.int64) + 1; lab[lab == IGNORE_INDEX + 1] = 0
-                _save(img(), root/'images'/split/f'{i}.jpg'); _save(lab.astype(np.uint8), root/'annotations'/split/f'{i}.png')
-    elif layout == 'folder':
-        for k in range(n): _save(img(), root/('a' if k % 2 else 'b')/f'img{k}.jpg')
-    else: raise ValueError(f'unknown layout {layout!r}')
-    return root
 
 # %% ../nbs/08_datasets.ipynb #d077716d
 def colorize(label,        # int label map [H,W] (tensor or array), train ids

@@ -30,8 +30,9 @@ def classes_file(root) -> Path:
     root = Path(root)
     for n in CLASSES_FILES:
         if (root/n).is_file(): return root/n
-    raise DataError(root/CLASSES_FILES[0], 'classes file is missing: write the class names (and colours, the ignore value) '
-                    'there, e.g. "classes: [{name: road, color: [128, 64, 128]}, ...]" (see nbs/28_your_data.ipynb)')
+    raise DataError(root/CLASSES_FILES[0], 'classes file is missing: write the class names (and colours, the ignore '
+                    'value) there, e.g. "classes: [{name: road, color: [128, 64, 128]}, ...]" '
+                    '(see nbs/28_your_data.ipynb)')
 
 # %% ../nbs/08a_folder.ipynb #dae8add6
 def _is_int(s) -> bool:
@@ -53,7 +54,8 @@ def _color(v, where, what) -> tuple:
     "An (r, g, b) of integers in 0..255, else `DataError`."
     try: c = tuple(int(x) for x in v)
     except (TypeError, ValueError): c = ()
-    if len(c) != 3 or not all(0 <= x <= 255 for x in c): raise DataError(where, f'{what}: colour {v!r} is not [r, g, b] in 0..255')
+    if len(c) != 3 or not all(0 <= x <= 255 for x in c):
+        raise DataError(where, f'{what}: colour {v!r} is not [r, g, b] in 0..255')
     return c
 
 def _label_value(v) -> bool: return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**16
@@ -78,14 +80,17 @@ def read_classes(root) -> dict:
     unknown = sorted(set(d) - {'classes', 'ignore', 'ignore_color', 'tail'})
     if unknown: raise DataError(path, f'unknown keys {unknown} (known: classes, ignore, ignore_color, tail)')
     ids, cls = map(list, zip(*_class_entries(d['classes'], path)))
-    odd = [f'{c.get("name")!r}: {sorted(set(c) - {"name", "color", "id"})}' for c in cls if set(c) - {"name", "color", "id"}]
+    odd = [f'{c.get("name")!r}: {sorted(set(c) - {"name", "color", "id"})}' for c in cls
+           if set(c) - {"name", "color", "id"}]
     if odd: raise DataError(path, f'unknown keys of classes ({"; ".join(odd)}); a class has a name, a color and an id')
     names = ['' if c.get('name') is None else str(c['name']).strip() for c in cls]
     if not all(names) or len(set(names)) < len(names):
         raise DataError(path, f'class names must be given and distinct: {names}')
     given = ['color' in c for c in cls]
-    pal = [] if all(given) else voc_palette(ids[-1] + 2)                  # a class without colour: VOC colour of id + 1
-    colors = [_color(c['color'], path, f'class {n!r}') if g else pal[v + 1] for v, n, c, g in zip(ids, names, cls, given)]
+    # a class without a colour gets the VOC colour of its id + 1
+    pal = [] if all(given) else voc_palette(ids[-1] + 2)
+    colors = [_color(c['color'], path, f'class {n!r}') if g else pal[v + 1]
+              for v, n, c, g in zip(ids, names, cls, given)]
     if len(set(colors)) < len(colors):
         raise DataError(path, 'two classes have the same colour: colour labels could not tell them apart')
     ignore = d.get('ignore', IGNORE_INDEX)
@@ -117,13 +122,14 @@ def decode_ids(raw: np.ndarray, classes: dict, path) -> torch.Tensor:
                           f'nor the ignore value {ign}')
 
 def decode_colors(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
-    "Train ids `int64 [H,W]` of a colour label `uint8 [H,W,3]` through the classes' colours (and `ignore_color` -> 255)."
+    "Train ids `int64 [H,W]` of a colour label `uint8 [H,W,3]` by the classes' colours (`ignore_color` -> 255)."
     key = lambda c: (int(c[0]) << 16) | (int(c[1]) << 8) | int(c[2])
     table = {key(c): k for k, c in enumerate(classes['colors'])}
     if classes['ignore_color'] is not None: table[key(classes['ignore_color'])] = IGNORE_INDEX
-    keys, inv, counts = np.unique((rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8) | rgb[..., 2],
-                                  return_inverse=True, return_counts=True)
-    bad = [(tuple(int(x) for x in ((k >> 16) & 255, (k >> 8) & 255, k & 255)), n) for k, n in zip(keys, counts) if int(k) not in table]
+    keys, inv, counts = np.unique((rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8)
+                                  | rgb[..., 2], return_inverse=True, return_counts=True)
+    bad = [(tuple(int(x) for x in ((k >> 16) & 255, (k >> 8) & 255, k & 255)), n) for k, n in zip(keys, counts)
+           if int(k) not in table]
     if bad: raise DataError(path, f'colours {_counted(*zip(*bad))} are no class colour of {classes["path"].name}')
     return torch.tensor([table[int(k)] for k in keys], dtype=torch.int64)[torch.from_numpy(inv.reshape(rgb.shape[:2]))]
 
@@ -148,7 +154,8 @@ def _same_palette(palette: list | None, raw: np.ndarray, classes: dict, path):
            if v in at and classes['given'][at[v]] and tuple(pal[v]) != classes['colors'][at[v]]]
     name = classes['path'].name
     if bad: raise DataError(path, f'palette colours disagree with {name}: ' + ', '.join(
-        f'index {v} is {c} in the PNG, class {classes["names"][k]!r} is {classes["colors"][k]}' for v, c, k in bad[:4]) +
+        f'index {v} is {c} in the PNG, class {classes["names"][k]!r} is {classes["colors"][k]}'
+        for v, c, k in bad[:4]) +
         f'; give the PNG the palette of {name}, or the file the colours of the PNG')
 
 def read_folder_label(path, classes: dict) -> torch.Tensor:
@@ -186,26 +193,31 @@ def read_split_list(path: Path, known: dict) -> list[str]:
 
 # %% ../nbs/08a_folder.ipynb #58a05c86
 def split_dirs(root: Path, split: str = 'train') -> tuple[Path, Path]:
-    "(images, masks) folders of `split`: `ROOT/<split>/` where it has `images/`, else `ROOT/` (training split, list splits)."
+    "(images, masks) folders of `split`: `ROOT/<split>/` where it has `images/`, else `ROOT/` (train, list splits)."
     d = root/split if split != 'train' and (root/split/'images').is_dir() else root
     return d/'images', d/'labels'
 
+# %% ../nbs/08a_folder.ipynb #bc9d6271
 def folder_items(root: Path, split: str = 'train') -> list:
-    "`(id, image, label or None)` of `split`: 'train' is `images/` less the ids of `val.txt`; another `<split>/` or `<split>.txt`."
+    "`(id, image, label or None)` of `split`: 'train' is `images/` less `val.txt`; else `<split>/` or `<split>.txt`."
     img_dir, lab_dir = split_dirs(root, split)
-    imgs, masks = (image_files(d) if d.is_dir() else {} for d in (img_dir, lab_dir))   # masks by id: x.png, x.PNG, x.jpg
+    # masks by id: x.png, x.PNG, x.jpg
+    imgs, masks = (image_files(d) if d.is_dir() else {} for d in (img_dir, lab_dir))
     if split == 'train':
         held = set(read_split_list(root/'val.txt', imgs)) if (root/'val.txt').is_file() else set()
         ids, where = [i for i in imgs if i not in held], img_dir
     elif img_dir != root/'images': ids, where = list(imgs), img_dir
     elif (root/f'{split}.txt').is_file(): ids, where = read_split_list(root/f'{split}.txt', imgs), root/f'{split}.txt'
-    else: raise DataError(root/split/'images', f'split {split!r}: neither this folder nor the list {root/f"{split}.txt"} exists')
+    else: raise DataError(root/split/'images',
+                          f'split {split!r}: neither this folder nor the list {root/f"{split}.txt"} exists')
     return require_samples([(i, imgs[i], masks.get(i)) for i in ids], where, split)
 
+# %% ../nbs/08a_folder.ipynb #ef1a6ba7
 def orphan_labels(root: Path, split: str = 'train') -> list[tuple[Path, Path]]:
-    "(label file, the image it needs, without suffix) of each label of `split`'s own label folder whose image does not exist."
+    "(label file, the image it needs, without suffix) of each label in `split`'s own label folder without an image."
     img_dir, lab_dir = split_dirs(root, split)
-    if split != 'train' and img_dir == root/'images' or not lab_dir.is_dir(): return []   # a list's split: train's folders
+    # a list's split reads train's folders
+    if split != 'train' and img_dir == root/'images' or not lab_dir.is_dir(): return []
     imgs = image_files(img_dir) if img_dir.is_dir() else {}
     return [(p, img_dir/i) for i, p in image_files(lab_dir).items() if i not in imgs]
 
@@ -216,6 +228,7 @@ def tail_by_frequency(counts) -> list[int]:
     present = np.flatnonzero(counts > 0)
     return sorted(int(k) for k in present[np.argsort(counts[present], kind='stable')][:len(present) // 2])
 
+# %% ../nbs/08a_folder.ipynb #e18562c8
 def class_pixels(ds: SegDataset) -> np.ndarray:
     "Labeled pixels per class over `ds`'s label files; a file that cannot be decoded is left out (`problems` names it)."
     counts = np.zeros(ds.info.num_classes, np.int64)
@@ -237,9 +250,10 @@ def _tail(root: str, stamp: tuple) -> tuple[list[int], str]:
                   f"with the fewest labeled pixels in {Path(root)/'labels'} ({classes_file(root).name} names none)")
 
 def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
-    "The tail class ids of a folder dataset and why: the classes file's `tail`, else `tail_by_frequency` of the training labels."
+    "Tail class ids of a folder and why: the classes file's `tail`, else `tail_by_frequency` of the training labels."
     if classes['tail'] is not None:
-        return [classes['names'].index(t) for t in classes['tail']], f"tail classes {', '.join(classes['tail']) or 'none'}: as {classes['path'].name} says"
+        return ([classes['names'].index(t) for t in classes['tail']],
+                f"tail classes {', '.join(classes['tail']) or 'none'}: as {classes['path'].name} says")
     lab = root/'labels'
     masks = image_files(lab).values() if lab.is_dir() else ()
     stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in masks)
@@ -247,7 +261,7 @@ def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
 
 # %% ../nbs/08a_folder.ipynb #eb00c590
 class FolderDataset(SegDataset):
-    "A folder of one's own images and masks (`ROOT/images`, `ROOT/labels`, `ROOT/classes.yaml`); see the top of this notebook."
+    "A folder of one's own: `ROOT/images`, `ROOT/labels` and `ROOT/classes.yaml` (see the top of this notebook)."
     def __init__(self, root=None,          # the folder (None: $AEL_FOLDER_ROOT)
                  split: str = 'train',     # 'train', or a folder `ROOT/<split>/images` or list `ROOT/<split>.txt`
                  tail=None):               # tail class ids (None: `folder_tail`)
@@ -255,7 +269,8 @@ class FolderDataset(SegDataset):
         self.classes = read_classes(root)
         if tail is None:
             tail, self.tail_source = folder_tail(root, self.classes)
-            if split == 'train' and is_main(): print(f'folder {root}: {self.tail_source}')   # what a run reports as tail, and why
+            # what a run reports as tail, and why
+            if split == 'train' and is_main(): print(f'folder {root}: {self.tail_source}')
         else: self.tail_source = 'tail classes given'
         info = DatasetInfo('folder', self.classes['names'], self.classes['colors'], tail_classes=list(tail))
         super().__init__(folder_items(root, split), info, root, split)
@@ -263,8 +278,9 @@ class FolderDataset(SegDataset):
     def load_label(self, path) -> torch.Tensor: return read_folder_label(path, self.classes)
 
     def problems(self) -> list[str]:
-        "One line per bad input of this split: a label without an image, a scored image without one, a bad image or mask."
-        out = [f'{p}: label without an image (no {img}.png, .jpg, ...)' for p, img in orphan_labels(self.root, self.split)]
+        "One line per bad input of this split: a label without an image, a scored image without one, a bad file."
+        out = [f'{p}: label without an image (no {img}.png, .jpg, ...)'
+               for p, img in orphan_labels(self.root, self.split)]
         masks = split_dirs(self.root, self.split)[1]
         for k, (i, ip, lp) in enumerate(self.items):
             if ip.stat().st_size == 0: out.append(f'{ip}: empty file'); continue
@@ -277,55 +293,62 @@ class FolderDataset(SegDataset):
     def check(self) -> FolderDataset:
         "Every problem of `problems` in one `DataError` (what `data.check` runs before training)."
         bad = self.problems()
-        if bad: raise DataError(bad[0].split(': ', 1)[0], bad[0].split(': ', 1)[1] +
-                                (f'; and {len(bad) - 1} more bad inputs:\n' + '\n'.join(bad[1:]) if len(bad) > 1 else ''))
+        if bad: raise DataError(bad[0].split(': ', 1)[0], bad[0].split(': ', 1)[1] + (
+            f'; and {len(bad) - 1} more bad inputs:\n' + '\n'.join(bad[1:]) if len(bad) > 1 else ''))
         return self
 
 # %% ../nbs/08a_folder.ipynb #1cab0174
 def folder_notes(ds: FolderDataset, counts=None) -> list[str]:
-    "What is read right but worth a look, one line each: images turned upright by EXIF, classes without pixels in `counts`."
+    "What is read right but worth a look, one line each: images turned upright by EXIF, classes without pixels."
     c = ds.classes
     out = [f'{ip}: EXIF orientation {o}, read turned upright (as PIL exif_transpose and OpenCV do)' +
            (f': check that {lp} is drawn on the upright image' if lp else '')
            for _, ip, lp in ds.items if (o := exif_orientation(ip)) > 1]
     if counts is not None:
-        out += [f'{c["path"]}: class {n!r} (id {v}) has no labeled pixel in {split_dirs(ds.root)[1]}: nothing teaches it, '
-                f'and it is a tail class only if {c["path"].name} says so'
+        out += [f'{c["path"]}: class {n!r} (id {v}) has no labeled pixel in {split_dirs(ds.root)[1]}: nothing '
+                f'teaches it, and it is a tail class only if {c["path"].name} says so'
                 for n, v, m in zip(c['names'], c['ids'], counts) if m == 0]
     return out
 
+# %% ../nbs/08a_folder.ipynb #a362f1b0
 def check_folder(root) -> dict:
-    "Every problem of a folder (one line each), notes on what it reads right, its labeled pixels per class, info, tail source."
+    "Every problem of a folder (one line each), notes on what it reads right, labeled pixels per class, info, tail."
     root = Path(root)
     try:
         train = FolderDataset(root, 'train')
         val = FolderDataset(root, 'val') if (root/'val'/'images').is_dir() or (root/'val.txt').is_file() else None
     except DataError as e: return dict(problems=[str(e)], notes=[], counts=None, ids=None, info=None, tail_source='')
     bad = train.problems() + (val.problems() if val is not None else
-                              [f'{root/"val"}: no validation split: add val/images and val/labels, or a list val.txt of ids'])
+                              [f'{root/"val"}: no validation split: add val/images and val/labels, '
+                               'or a list val.txt of ids'])
     if not train.labeled_ids: bad.append(f'{root/"labels"}: no label file matches an image under images/')
     counts = class_pixels(train)
     notes = folder_notes(train, counts) + (folder_notes(val) if val is not None else [])
     return dict(problems=bad, notes=notes, counts=counts, ids=train.classes['ids'], info=train.info,
                 tail_source=train.tail_source)
 
-# %% ../nbs/08a_folder.ipynb #0fd81b16
+# %% ../nbs/08a_folder.ipynb #5c722380
 def class_table(counts, info: DatasetInfo, ids=None):
-    "Labeled pixels per class: id (the label value; `ids`, else 0, 1, ...), class, pixels, share (%), group (head/tail)."
+    "Labeled pixels per class: id (the label value: `ids`, else 0, 1, ...), class, pixels, share %, head/tail group."
     import pandas as pd
     counts = np.asarray(counts)
-    return pd.DataFrame(dict(id=range(len(counts)) if ids is None else ids, **{'class': info.class_names}, pixels=counts,
+    return pd.DataFrame(dict(id=range(len(counts)) if ids is None else ids, **{'class': info.class_names},
+                             pixels=counts,
                              share=np.round(100 * counts / max(counts.sum(), 1), 2),
                              group=['tail' if k in info.tail_classes else 'head' for k in range(len(counts))]))
 
+# %% ../nbs/08a_folder.ipynb #f2b9b7ab
 def plot_class_histogram(counts, info: DatasetInfo, path=None, title: str = ''):
-    "Bars of the labeled pixels per class in the class colours (log scale), tail classes hatched; saved as PNG to `path` if given."
+    "Bars of the labeled pixels per class in the class colours (log scale), tail hatched; saved as PNG to `path`."
     from matplotlib.figure import Figure
     fig = Figure(figsize=(max(5, 0.55 * len(counts)), 3.2)); ax = fig.subplots()
-    bars = ax.bar(range(len(counts)), np.maximum(np.asarray(counts), 0.5), color=[np.array(c) / 255 for c in info.palette], edgecolor='k', lw=0.6)
+    bars = ax.bar(range(len(counts)), np.maximum(np.asarray(counts), 0.5),
+                  color=[np.array(c) / 255 for c in info.palette], edgecolor='k', lw=0.6)
     for k in info.tail_classes: bars[k].set_hatch('//')
-    ax.set_yscale('log'); ax.set_xticks(range(len(counts)), [n + (' (tail)' if k in info.tail_classes else '') for k, n in enumerate(info.class_names)],
-                                        rotation=45, ha='right', fontsize=8)
+    ax.set_yscale('log')
+    ax.set_xticks(range(len(counts)),
+                  [n + (' (tail)' if k in info.tail_classes else '') for k, n in enumerate(info.class_names)],
+                  rotation=45, ha='right', fontsize=8)
     ax.set(ylabel='labeled pixels', title=title or 'labeled pixels per class (tail hatched)'); fig.tight_layout()
     if path is not None: Path(path).parent.mkdir(parents=True, exist_ok=True); fig.savefig(path, dpi=100)
     return fig
@@ -336,8 +359,10 @@ def _parser():
     sub = p.add_subparsers(dest='cmd', required=True)
     c = sub.add_parser('check', help='every bad input as one line, the class histogram as a table (a picture if asked)')
     c.add_argument('root', help='the folder (images/, labels/, classes.yaml, val/ or val.txt)')
-    c.add_argument('--plot', '--histogram', metavar='PATH', help='write the class histogram here as a PNG (default: none)')
-    c.add_argument('--report', metavar='PATH', help='write what the check prints here, the histogram beside it (PATH.png)')
+    c.add_argument('--plot', '--histogram', metavar='PATH',
+                   help='write the class histogram here as a PNG (default: none)')
+    c.add_argument('--report', metavar='PATH',
+                   help='write what the check prints here, the histogram beside it (PATH.png)')
     return p
 
 def ael_data(argv=None) -> int:
@@ -346,9 +371,11 @@ def ael_data(argv=None) -> int:
     r, plot = check_folder(a.root), a.plot or (a.report and Path(a.report).with_suffix('.png'))
     out = [] if r['info'] is None else [class_table(r['counts'], r['info'], r['ids']).to_string(index=False)]
     if r['info'] is not None and plot:
-        plot_class_histogram(r['counts'], r['info'], plot, f'{Path(a.root).name}: labeled pixels per class (tail hatched)')
+        plot_class_histogram(r['counts'], r['info'], plot,
+                             f'{Path(a.root).name}: labeled pixels per class (tail hatched)')
         out.append(f'class histogram: {plot}')
-    verdict = (f'ael-data: {len(r["problems"])} bad inputs in {a.root}; ael-train refuses this folder until they are fixed'
+    verdict = (f'ael-data: {len(r["problems"])} bad inputs in {a.root}; ael-train refuses this folder until they are '
+               'fixed'
                if r['problems'] else f'{a.root}: fit to train on (data.dataset=folder data.root={a.root})')
     for line in out + r['notes']: print(line)
     for line in r['problems']: print(line, file=sys.stderr)

@@ -18,10 +18,11 @@ from .folder import list_id
 
 # %% auto #0
 __all__ = ['FORMAT', 'SPLITS', 'ID_SHAPES', 'IMPORTERS', 'Manifest', 'default_split', 'parse_fraction', 'fraction_count',
-           'draw_order', 'ids_hash', 'split_prefix', 'manifest_name', 'make_manifest', 'manifest_dict', 'save_manifest',
-           'validate_manifest', 'load_manifest', 'manifest_hash', 'verify_manifest', 'manifest_datasets', 'path_to_id',
-           'read_id_list', 'refuse_unlabeled_name', 'import_lists', 'import_unimatch', 'u2pl_labeled', 'import_u2pl',
-           'import_cps', 'import_authors', 'import_own', 'check_dataset_name', 'check_without_data', 'ael_splits']
+           'draw_order', 'ids_hash', 'split_prefix', 'manifest_name', 'make_manifest', 'validate_manifest',
+           'manifest_dict', 'save_manifest', 'load_manifest', 'manifest_hash', 'verify_manifest', 'manifest_datasets',
+           'path_to_id', 'read_id_list', 'refuse_unlabeled_name', 'import_lists', 'import_unimatch', 'u2pl_labeled',
+           'import_u2pl', 'import_cps', 'import_authors', 'import_own', 'check_dataset_name', 'check_without_data',
+           'ael_splits']
 
 # %% ../nbs/10_manifests.ipynb #764b6930
 FORMAT = 'ael_nb.manifest/1'
@@ -61,7 +62,7 @@ ID_SHAPES = {   # dataset -> (regular expression of an id, an example)
 }
 
 def default_split(dataset: str) -> str:
-    "The split a training manifest of `dataset` lists unless told otherwise ('train'; VOC 'train_aug', ADE20K 'training')."
+    "The split a training manifest of `dataset` lists by default ('train'; VOC 'train_aug', ADE20K 'training')."
     return next(iter(SPLITS.get(dataset, {'train': None})))
 
 # %% ../nbs/10_manifests.ipynb #acb78289
@@ -91,12 +92,14 @@ def split_prefix(dataset: str, split: str) -> str:
     "'' for the dataset's default training split, else '<split>_': manifests of two splits never share a file name."
     return '' if split == default_split(dataset) else f'{split}_'
 
+# %% ../nbs/10_manifests.ipynb #194d974a
 def manifest_name(m: Manifest) -> str:
-    "Default name: '1-8_fold0', '92_fold0', 'u1000_fold0' (drawn unlabeled), '+_seed3' when seed is not 0, 'val_' first for a split other than the default."
+    "Default name: '1-8_fold0', '92_fold0', 'u1000_fold0' (drawn unlabeled); '_seed3' if seed != 0; 'val_' first."
     spec = (m.fraction or '').replace('/', '-') or (str(m.count) if m.count is not None else 'all')
     s = f"{split_prefix(m.dataset, m.split)}{'u' if m.drawn == 'unlabeled' else ''}{spec}_fold{m.fold}"
     return s + (f'_seed{m.seed}' if m.seed not in (0, None) else '')
 
+# %% ../nbs/10_manifests.ipynb #213a2a66
 def make_manifest(dataset: str,            # dataset name, e.g. 'camvid'
                   ids,                     # pool of labeled-capable ids the labeled set is drawn from
                   fraction=None,           # fraction of the pool to draw ('1/8', 0.125)
@@ -105,7 +108,7 @@ def make_manifest(dataset: str,            # dataset name, e.g. 'camvid'
                   seed: int = 0,           # base seed
                   split: str = 'train',    # dataset split the ids belong to
                   unlabeled_ids=None,      # unlabeled pool (default: the rest of `ids`); e.g. VOC train_aug ids
-                  drawn: str = 'labeled',  # 'unlabeled': label all of `ids`, draw the unlabeled set from `unlabeled_ids`
+                  drawn: str = 'labeled',  # 'unlabeled': label all `ids`, draw the unlabeled set from `unlabeled_ids`
                   name: str | None = None,
                   provenance: dict | None = None  # merged into the generated provenance (e.g. the command)
                  ) -> Manifest:
@@ -127,9 +130,35 @@ def make_manifest(dataset: str,            # dataset name, e.g. 'camvid'
     else: labeled, unlabeled = pool, chosen
     prov = dict(source='generated', tool=f'ael_nb {ael_nb.__version__}', method="sha256-rank of '<seed>:<fold>:<id>'",
                 pool_size=len(src), pool_hash=ids_hash(src), **(provenance or {}))
-    m = Manifest(dataset, split, labeled, unlabeled, fraction=None if fraction is None else str(parse_fraction(fraction)),
-                 count=None if count is None else int(count), fold=int(fold), seed=int(seed), provenance=prov, drawn=drawn)
+    m = Manifest(dataset, split, labeled, unlabeled,
+                 fraction=None if fraction is None else str(parse_fraction(fraction)),
+                 count=None if count is None else int(count), fold=int(fold), seed=int(seed), provenance=prov,
+                 drawn=drawn)
     m.name = name or manifest_name(m)
+    return m
+
+# %% ../nbs/10_manifests.ipynb #d2215ac0
+def validate_manifest(m: Manifest, where=None) -> Manifest:
+    "Structural checks that need no dataset: types, duplicates, overlap; raises `DataError`."
+    where = where or m.path or f'<manifest {m.name or m.dataset}>'
+    bad = lambda p: DataError(where, p)
+    if not isinstance(m.dataset, str) or not m.dataset: raise bad('"dataset" must be a non-empty string')
+    if not isinstance(m.split, str) or not m.split: raise bad('"split" must be a non-empty string')
+    for key in ('labeled', 'unlabeled'):
+        ids = getattr(m, key)
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise bad(f'"{key}" must be a list of id strings')
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            raise bad(f'{len(dup)} ids listed twice in "{key}": {dup[:5]}')
+    if not m.labeled: raise bad('no labeled ids')
+    both = sorted(set(m.labeled) & set(m.unlabeled))
+    if both: raise bad(f'{len(both)} ids are both labeled and unlabeled: {both[:5]}')
+    if not isinstance(m.fold, int) or m.fold < 0: raise bad(f'"fold" must be an integer >= 0, not {m.fold!r}')
+    if m.seed is not None and not isinstance(m.seed, int):
+        raise bad(f'"seed" must be an integer or null, not {m.seed!r}')
+    if m.drawn not in ('labeled', 'unlabeled'): raise bad(f'"drawn" must be "labeled" or "unlabeled", not {m.drawn!r}')
+    if not isinstance(m.provenance, dict): raise bad('"provenance" must be an object')
     return m
 
 # %% ../nbs/10_manifests.ipynb #ff95c428
@@ -144,33 +173,13 @@ def manifest_dict(m: Manifest) -> dict:
     if not m.notes: del d['notes']
     return d
 
+# %% ../nbs/10_manifests.ipynb #a023dcf7
 def save_manifest(m: Manifest, path) -> Path:
     "Write `m` as JSON to `path` atomically; returns the path."
     validate_manifest(m, path)
     return atomic_write_text(path, json.dumps(manifest_dict(m), indent=1) + '\n')
 
 # %% ../nbs/10_manifests.ipynb #35448886
-def validate_manifest(m: Manifest, where=None) -> Manifest:
-    "Structural checks that need no dataset: types, duplicates, overlap; raises `DataError`."
-    where = where or m.path or f'<manifest {m.name or m.dataset}>'
-    bad = lambda p: DataError(where, p)
-    if not isinstance(m.dataset, str) or not m.dataset: raise bad('"dataset" must be a non-empty string')
-    if not isinstance(m.split, str) or not m.split: raise bad('"split" must be a non-empty string')
-    for key in ('labeled', 'unlabeled'):
-        ids = getattr(m, key)
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids): raise bad(f'"{key}" must be a list of id strings')
-        if len(set(ids)) != len(ids):
-            dup = sorted({i for i in ids if ids.count(i) > 1})
-            raise bad(f'{len(dup)} ids listed twice in "{key}": {dup[:5]}')
-    if not m.labeled: raise bad('no labeled ids')
-    both = sorted(set(m.labeled) & set(m.unlabeled))
-    if both: raise bad(f'{len(both)} ids are both labeled and unlabeled: {both[:5]}')
-    if not isinstance(m.fold, int) or m.fold < 0: raise bad(f'"fold" must be an integer >= 0, not {m.fold!r}')
-    if m.seed is not None and not isinstance(m.seed, int): raise bad(f'"seed" must be an integer or null, not {m.seed!r}')
-    if m.drawn not in ('labeled', 'unlabeled'): raise bad(f'"drawn" must be "labeled" or "unlabeled", not {m.drawn!r}')
-    if not isinstance(m.provenance, dict): raise bad('"provenance" must be an object')
-    return m
-
 def _unique_keys(pairs, path) -> dict:
     "A JSON object as a dict; a key given twice (JSON would keep the last without a word) is a `DataError`."
     keys = [k for k, _ in pairs]
@@ -183,7 +192,8 @@ def load_manifest(path) -> Manifest:
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'manifest file is missing')
     try: d = json.loads(path.read_text(), object_pairs_hook=lambda kv: _unique_keys(kv, path))
-    except json.JSONDecodeError as e: raise DataError(path, f'not valid JSON: {e.msg} at line {e.lineno} column {e.colno}') from None
+    except json.JSONDecodeError as e:
+        raise DataError(path, f'not valid JSON: {e.msg} at line {e.lineno} column {e.colno}') from None
     except UnicodeDecodeError as e: raise DataError(path, f'not a text file ({e.reason})') from None
     if not isinstance(d, dict): raise DataError(path, f'expected a JSON object, got {type(d).__name__}')
     if d.get('format', FORMAT) != FORMAT: raise DataError(path, f'unknown format {d["format"]!r} (expected {FORMAT!r})')
@@ -191,18 +201,20 @@ def load_manifest(path) -> Manifest:
     if unknown: raise DataError(path, f'unknown keys {unknown} (known: {_KEYS})')
     missing = [k for k in ('dataset', 'split', 'labeled', 'unlabeled') if k not in d]
     if missing: raise DataError(path, f'missing keys {missing}')
-    kw = {k: d[k] for k in ('fraction', 'count', 'fold', 'seed', 'provenance', 'name', 'drawn', 'notes') if d.get(k) is not None}
+    kw = {k: d[k] for k in ('fraction', 'count', 'fold', 'seed', 'provenance', 'name', 'drawn', 'notes')
+          if d.get(k) is not None}
     if 'seed' in d and d['seed'] is None: kw['seed'] = None
     m = Manifest(d['dataset'], d['split'], d['labeled'], d['unlabeled'], **kw, path=str(path))
     validate_manifest(m, path)
     for key in ('labeled', 'unlabeled'):
         n = d.get(f'num_{key}')
-        if n is not None and n != len(d[key]): raise DataError(path, f'"num_{key}" is {n} but "{key}" lists {len(d[key])} ids')
+        if n is not None and n != len(d[key]):
+            raise DataError(path, f'"num_{key}" is {n} but "{key}" lists {len(d[key])} ids')
     return m
 
 # %% ../nbs/10_manifests.ipynb #5d172a35
 def manifest_hash(m, n: int = 12) -> str:
-    "First `n` hex digits of the SHA-256 of (dataset, split, sorted labeled, sorted unlabeled); `m` a Manifest or a path."
+    "First `n` hex digits of the SHA-256 of (dataset, split, sorted labeled, sorted unlabeled); `m` a Manifest or path."
     if not isinstance(m, Manifest): m = load_manifest(m)
     core = dict(dataset=m.dataset, split=m.split, labeled=sorted(m.labeled), unlabeled=sorted(m.unlabeled))
     return hashlib.sha256(json.dumps(core, sort_keys=True, separators=(',', ':')).encode()).hexdigest()[:n]
@@ -228,7 +240,7 @@ def verify_manifest(m: Manifest,     # the manifest
     return m
 
 def manifest_datasets(m, root=None, check: bool = False) -> tuple[SegDataset, SegDataset]:
-    "(labeled dataset, unlabeled dataset without labels) of manifest `m` (or its path), verified; `check` decodes every file."
+    "(labeled dataset, unlabeled dataset without labels) of manifest `m` (or its path), verified; `check` decodes all."
     if not isinstance(m, Manifest): m = load_manifest(m)
     ds = get_dataset(m.dataset, root, m.split)
     verify_manifest(m, ds)
@@ -244,7 +256,7 @@ def path_to_id(p: str) -> str:
     return re.sub(r'_leftImg8bit$', '', stem)
 
 def read_id_list(path, id_fn=path_to_id) -> list[str]:
-    "Ids of a split list file (first field of each non-empty line); raises `DataError` on a missing/empty file or duplicates."
+    "Ids of a split list file (first field of each non-empty line); `DataError` on a missing/empty file or duplicates."
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'split list is missing')
     try: text = path.read_text(encoding='utf-8-sig')          # drops a byte-order mark
@@ -257,7 +269,8 @@ def read_id_list(path, id_fn=path_to_id) -> list[str]:
 # %% ../nbs/10_manifests.ipynb #1f0741f7
 def _file_prov(fmt, files):
     return dict(source='imported', format=fmt, tool=f'ael_nb {ael_nb.__version__}',
-                files=[dict(path=str(Path(f).resolve()), sha256=hashlib.sha256(Path(f).read_bytes()).hexdigest()) for f in files])
+                files=[dict(path=str(Path(f).resolve()),
+                            sha256=hashlib.sha256(Path(f).read_bytes()).hexdigest()) for f in files])
 
 def _spec(text):
     "'1_16', 'u2pl_1_8', '1-8' -> ('1/16', None); '92' -> (None, 92); else (None, None)"
@@ -267,8 +280,11 @@ def _spec(text):
 def refuse_unlabeled_name(path):
     "`DataError` when the name of `path`, given as a labeled list, says it lists unlabeled images."
     if re.search('unlabel', Path(path).name, re.I):
-        raise DataError(path, 'the file name says it lists unlabeled images; give the labeled list (labeled.txt, *_labeled_1-N.txt)')
+        raise DataError(path,
+                        'the file name says it lists unlabeled images; give the labeled list (labeled.txt, '
+                        '*_labeled_1-N.txt)')
 
+# %% ../nbs/10_manifests.ipynb #c3d0cfe1
 def import_lists(labeled_file,             # list of labeled images/ids
                  unlabeled_file=None,      # list of unlabeled images/ids (None: `pool` minus labeled)
                  dataset: str = '',        # dataset name
@@ -285,29 +301,36 @@ def import_lists(labeled_file,             # list of labeled images/ids
     labeled = read_id_list(labeled_file, id_fn)
     if unlabeled_file is not None: unlabeled = read_id_list(unlabeled_file, id_fn)
     elif pool is not None: unlabeled = sorted(set(map(str, pool)) - set(labeled))
-    else: raise DataError(labeled_file, 'no unlabeled list beside it: give the dataset (--root, or pool= in Python) to take the rest of the split')
+    else:
+        raise DataError(labeled_file,
+                        'no unlabeled list beside it: give the dataset (--root, or pool= in Python) to take the rest '
+                        'of the split')
     files = [labeled_file] + ([unlabeled_file] if unlabeled_file is not None else [])
-    m = Manifest(dataset, split, sorted(labeled), sorted(unlabeled), fraction=fraction, count=count, fold=fold, seed=None,
-                 provenance=_file_prov(fmt, files) | (provenance or {}), name=name)
+    m = Manifest(dataset, split, sorted(labeled), sorted(unlabeled), fraction=fraction, count=count, fold=fold,
+                 seed=None, provenance=_file_prov(fmt, files) | (provenance or {}), name=name)
     m.name = split_prefix(dataset, split) + name if name else manifest_name(m)
     return validate_manifest(m, labeled_file)
 
+# %% ../nbs/10_manifests.ipynb #35233465
 def import_unimatch(folder, dataset: str, split: str | None = None, **kw) -> Manifest:
     "UniMatch-style `splits/<dataset>/<name>/{labeled,unlabeled}.txt` (`image mask` lines)."
     folder = Path(folder); frac, count = _spec(folder.name)
     return import_lists(folder/'labeled.txt', folder/'unlabeled.txt', dataset, split, fmt='unimatch',
                         **dict(fraction=frac, count=count, name=f'unimatch_{folder.name}') | kw)
 
+# %% ../nbs/10_manifests.ipynb #7f971b1d
 def u2pl_labeled(path) -> Path:
     "The labeled list a U2PL path means: the file itself, or `labeled.txt` in a folder."
     path = Path(path); return path/'labeled.txt' if path.is_dir() else path
 
+# %% ../nbs/10_manifests.ipynb #d6420fb1
 def import_u2pl(path, dataset: str, split: str | None = None, pool=None, **kw) -> Manifest:
-    "U2PL `data/splits/<dataset>/<count>/labeled.txt` (bare ids or image paths) and `unlabeled.txt` if present, else the rest of `pool`."
+    "U2PL `data/splits/<dataset>/<count>/labeled.txt` (ids or image paths), and `unlabeled.txt` or the rest of `pool`."
     lab = u2pl_labeled(path); unl = lab.parent/'unlabeled.txt'; frac, count = _spec(lab.parent.name)
     return import_lists(lab, unl if unl.is_file() else None, dataset, split, pool=pool, fmt='u2pl',
                         **dict(fraction=frac, count=count, name=f'u2pl_{lab.parent.name}') | kw)
 
+# %% ../nbs/10_manifests.ipynb #80b51931
 def import_cps(labeled_file, dataset: str, split: str | None = None, **kw) -> Manifest:
     "CPS `train_aug_labeled_1-N.txt` with its `train_aug_unlabeled_1-N.txt` beside it."
     lab = Path(labeled_file)
@@ -316,6 +339,7 @@ def import_cps(labeled_file, dataset: str, split: str | None = None, **kw) -> Ma
     return import_lists(lab, lab.with_name(lab.name.replace('_labeled_', '_unlabeled_')), dataset, split, fmt='cps',
                         **dict(fraction=frac, count=count, name=f"cps_{lab.stem.rsplit('_', 1)[-1]}") | kw)
 
+# %% ../nbs/10_manifests.ipynb #88e6b543
 def import_authors(list_file,               # the authors' `data_list` file: one `image label` line per training image
                    dataset: str,            # dataset name
                    split: str | None = None,  # dataset split of the list (None: the dataset's training split)
@@ -343,16 +367,18 @@ def import_authors(list_file,               # the authors' `data_list` file: one
     m.name = split_prefix(dataset, split) + (name or f'authors_{n_sup}_seed{seed}')
     return validate_manifest(m, path)
 
+# %% ../nbs/10_manifests.ipynb #a939326e
 def import_own(labeled_file,            # your list of labeled images: ids or paths under images/, one a line
                dataset: str, split: str | None = None,
                pool=None,               # all ids of the split, when no `unlabeled.txt` lies beside the list
                **kw) -> Manifest:
-    "Your own labeled list (and `unlabeled.txt` beside it, else the rest of `pool`); ids keep their folders ('town0/0001')."
+    "Your own labeled list (and `unlabeled.txt` beside it, else the rest of `pool`); ids keep folders ('town0/0001')."
     lab = Path(labeled_file); unl = lab.parent/'unlabeled.txt'
     return import_lists(lab, unl if unl.is_file() else None, dataset, split, pool=pool, fmt='lists', id_fn=list_id,
                         **dict(name=f'lists_{lab.stem}') | kw)
 
-IMPORTERS = {'unimatch': import_unimatch, 'u2pl': import_u2pl, 'cps': import_cps, 'authors': import_authors, 'lists': import_own}
+IMPORTERS = {'unimatch': import_unimatch, 'u2pl': import_u2pl, 'cps': import_cps, 'authors': import_authors,
+             'lists': import_own}
 
 # %% ../nbs/10_manifests.ipynb #8157e2ce
 def check_dataset_name(dataset: str):
@@ -362,7 +388,7 @@ def check_dataset_name(dataset: str):
         raise ValueError(f"unknown dataset {dataset!r}{hint}; known: {sorted(set(SPLITS) | set(DATASETS))}")
 
 def check_without_data(m: Manifest, where) -> Manifest:
-    "Dataset name, split name, split size and id shape of `m`, checked without the data; raises naming `where` (the source list)."
+    "Dataset name, split name, split size and id shape of `m`, checked without the data; errors name `where`."
     check_dataset_name(m.dataset)
     sizes = SPLITS.get(m.dataset, {})
     unknown = [s for s in m.split.split('+') if s not in sizes]
@@ -376,23 +402,25 @@ def check_without_data(m: Manifest, where) -> Manifest:
     if m.dataset in ID_SHAPES:
         rx, example = ID_SHAPES[m.dataset]
         bad = [i for i in m.labeled + m.unlabeled if not re.fullmatch(rx, i)]
-        if bad: raise DataError(where, f"{len(bad)} of {n} ids do not look like {m.dataset} ids (e.g. {example!r}): {bad[:3]}")
+        if bad:
+            raise DataError(where,
+                            f"{len(bad)} of {n} ids do not look like {m.dataset} ids (e.g. {example!r}): {bad[:3]}")
     return m
 
 # %% ../nbs/10_manifests.ipynb #912d9fea
 def _fraction(text: str) -> str:
     "a fraction in (0, 1], e.g. 1/8 or 0.125"
     try: parse_fraction(text)
-    except (ValueError, ZeroDivisionError) as e: raise ValueError(f"{text!r}: {e}" if str(e) else f"{text!r} is not a fraction") from None
+    except (ValueError, ZeroDivisionError) as e:
+        raise ValueError(f"{text!r}: {e}" if str(e) else f"{text!r} is not a fraction") from None
     return text
 
-
-def _parser():
-    p = Parser(prog='ael-splits', description='Make, import, list and verify labeled/unlabeled split manifests.')
-    sub = p.add_subparsers(dest='cmd', required=True)
-    mk = sub.add_parser('make', help='draw manifests from a dataset split')
+def _make_args(mk):
+    "The arguments of `ael-splits make`."
     mk.add_argument('dataset'); mk.add_argument('--root', help='dataset folder (default: $AEL_<NAME>_ROOT)')
-    mk.add_argument('--split', help="split whose images the manifest lists (default: the dataset's training split, e.g. train, voc train_aug)")
+    mk.add_argument('--split',
+                    help="split whose images the manifest lists (default: the dataset's training split, e.g. train, "
+                         "voc train_aug)")
     g = mk.add_mutually_exclusive_group(required=True)
     g.add_argument('--fraction', nargs='+', type=arg_type(_fraction), help='fractions of the pool, e.g. 1/8 1/16')
     g.add_argument('--count', nargs='+', type=arg_type(at_least(1)), help='numbers of images, e.g. 92 183')
@@ -403,29 +431,49 @@ def _parser():
                     help='unlabeled: all labeled images are labeled, draw the unlabeled ones (Cityscapes coarse)')
     mk.add_argument('--out', default='data_manifests', help='output folder (default data_manifests)')
     mk.add_argument('--force', action='store_true', help='overwrite existing manifests that differ')
-    im = sub.add_parser('import', help='convert split lists of another codebase',
-                        description='Convert the labeled/unlabeled split lists of UniMatch, U2PL or CPS into a '
-                                    "manifest, or redo the authors' (SemiSeg-AEL) seeded draw from their data_list.")
-    im.add_argument('format', choices=sorted(IMPORTERS), help='unimatch: <folder>/{labeled,unlabeled}.txt; u2pl: <folder> or its labeled.txt '
+
+# %% ../nbs/10_manifests.ipynb #5c7b79b2
+def _import_args(im):
+    "The arguments of `ael-splits import`."
+    im.add_argument('format', choices=sorted(IMPORTERS),
+                    help='unimatch: <folder>/{labeled,unlabeled}.txt; u2pl: <folder> or its labeled.txt '
                     '(unlabeled.txt beside it, else the rest of the split from --root); cps: *_labeled_1-N.txt; '
-                    "authors: SemiSeg-AEL's data_list (e.g. fine_train.txt) with --n-sup and --seed; lists: your own labeled "
-                    "list (ids or paths under images/, unlabeled.txt beside it, else the rest of the split from --root)")
+                    "authors: SemiSeg-AEL's data_list (e.g. fine_train.txt) with --n-sup and --seed; lists: your own "
+                    "labeled list (ids or paths under images/, unlabeled.txt beside it, else the rest of the split "
+                    "from --root)")
     im.add_argument('--n-sup', type=int, help="authors only: labeled images, their config's dataset.n_sup (e.g. 186)")
     im.add_argument('--seed', type=int, help='authors only: their --seed (default 0)')
     im.add_argument('path', help='split folder or labeled list file')
-    im.add_argument('--dataset', required=True, help=f"the kit's dataset name: {', '.join(SPLITS)} (VOC is voc, not pascal)")
-    im.add_argument('--split', help="split the ids belong to (default: the dataset's training split: train; voc train_aug, ade20k training)")
-    im.add_argument('--root', help='dataset folder: verify every id against the files (and the pool of U2PL lists without unlabeled.txt); '
-                    'without it only the dataset name, split and id shape are checked')
+    im.add_argument('--dataset', required=True,
+                    help=f"the kit's dataset name: {', '.join(SPLITS)} (VOC is voc, not pascal)")
+    im.add_argument('--split',
+                    help="split the ids belong to (default: the dataset's training split: train; voc train_aug, ade20k "
+                         "training)")
+    im.add_argument('--root',
+                    help='dataset folder: verify every id against the files (and the pool of U2PL lists without '
+                         'unlabeled.txt); without it only the dataset name, split and id shape are checked')
     im.add_argument('--name', help='manifest name (default from the source, e.g. unimatch_1_16)')
     im.add_argument('--out', default='data_manifests', help='output folder or .json file (default data_manifests)')
-    im.add_argument('--force', action='store_true', help='overwrite an existing manifest of the same dataset and split that lists other ids')
+    im.add_argument('--force', action='store_true',
+                    help='overwrite an existing manifest of the same dataset and split that lists other ids')
+
+# %% ../nbs/10_manifests.ipynb #d8624411
+def _parser():
+    p = Parser(prog='ael-splits', description='Make, import, list and verify labeled/unlabeled split manifests.')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    mk = sub.add_parser('make', help='draw manifests from a dataset split')
+    _make_args(mk)
+    im = sub.add_parser('import', help='convert split lists of another codebase',
+                        description='Convert the labeled/unlabeled split lists of UniMatch, U2PL or CPS into a '
+                                    "manifest, or redo the authors' (SemiSeg-AEL) seeded draw from their data_list.")
+    _import_args(im)
     ls = sub.add_parser('list', help='list manifests with their sizes and hashes')
     ls.add_argument('paths', nargs='*', default=['data_manifests'])
     vf = sub.add_parser('verify', help='check manifests against the dataset on disk')
     vf.add_argument('paths', nargs='+'); vf.add_argument('--root')
     vf.add_argument('--check', action='store_true', help='also decode every image and label')
-    for q in (mk, im, ls, vf): q.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
+    for q in (mk, im, ls, vf):
+        q.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
 # %% ../nbs/10_manifests.ipynb #bdbfa34d
@@ -433,17 +481,26 @@ def _write(m: Manifest, out, force: bool) -> str:
     out = Path(out); path = out if out.suffix == '.json' else out/m.dataset/f'{m.name}.json'
     if path.is_file():
         try: old = load_manifest(path)
-        except DataError as e:                                          # the file in the way is broken, not the new manifest
-            if not force: raise DataError(path, f'the existing file is not a readable manifest ({e.problem}); --force replaces it') from None
+        # the file in the way is broken, not the new manifest
+        except DataError as e:
+            if not force:
+                raise DataError(path, f'the existing file is not a readable manifest ({e.problem}); '
+                                      '--force replaces it') from None
         else:
             if (old.dataset, old.split) != (m.dataset, m.split):
-                raise DataError(path, f'holds a {old.dataset} {old.split!r} manifest, not {m.dataset} {m.split!r}; choose another --name or --out '
-                                      '(--force only replaces a manifest of the same dataset and split)')
+                raise DataError(path,
+                                f'holds a {old.dataset} {old.split!r} manifest, not {m.dataset} {m.split!r}; choose '
+                                'another --name or --out (--force only replaces a manifest of the same dataset and '
+                                'split)')
             if manifest_hash(old) == manifest_hash(m): return f'unchanged {path}'   # same ids; provenance may differ
-            if not force: raise DataError(path, f'exists with different content (hash {manifest_hash(old)} vs new {manifest_hash(m)}); use --force')
+            if not force:
+                raise DataError(path,
+                                f'exists with different content (hash {manifest_hash(old)} vs new {manifest_hash(m)}); '
+                                'use --force')
     save_manifest(m, path)
     return f'wrote {path}'
 
+# %% ../nbs/10_manifests.ipynb #ac294d9f
 def _make(a) -> list[str]:
     check_dataset_name(a.dataset); a.split = a.split or default_split(a.dataset)
     ds = get_dataset(a.dataset, a.root, a.split)
@@ -458,18 +515,21 @@ def _make(a) -> list[str]:
             cmd = f'ael-splits make {a.dataset} --split {a.split}' + (f' --pool {a.pool}' if a.pool else '') + \
                   (f' --draw {a.draw}' if a.draw != 'labeled' else '') + \
                   (f' --fraction {spec}' if a.fraction else f' --count {spec}') + f' --folds {fold} --seed {a.seed}'
-            m = make_manifest(a.dataset, labeled_ids, fraction=spec if a.fraction else None, count=None if a.fraction else spec,
-                              fold=fold, seed=a.seed, split=a.split, unlabeled_ids=ds.ids, drawn=a.draw, provenance=dict(command=cmd))
+            m = make_manifest(a.dataset, labeled_ids, fraction=spec if a.fraction else None,
+                              count=None if a.fraction else spec,
+                              fold=fold, seed=a.seed, split=a.split, unlabeled_ids=ds.ids, drawn=a.draw,
+                              provenance=dict(command=cmd))
             verify_manifest(m, ds)
             out.append(_write(m, a.out, a.force))
     return out
 
+# %% ../nbs/10_manifests.ipynb #4c981d0b
 def _import(a) -> list[str]:
     check_dataset_name(a.dataset); refuse_unlabeled_name(a.path); split = a.split or default_split(a.dataset)
     needs_pool = a.format in ('u2pl', 'lists') and not (u2pl_labeled(a.path).parent/'unlabeled.txt').is_file()
     ds = get_dataset(a.dataset, a.root, split) if (a.root or needs_pool) else None
-    cmd = shlex.join(['ael-splits', 'import', a.format, str(Path(a.path).resolve()), '--dataset', a.dataset, '--split', split]
-                     + (['--name', a.name] if a.name else []))
+    cmd = shlex.join(['ael-splits', 'import', a.format, str(Path(a.path).resolve()), '--dataset', a.dataset,
+                      '--split', split] + (['--name', a.name] if a.name else []))
     kw = dict(name=a.name) if a.name else {}
     if needs_pool: kw['pool'] = ds.ids
     if (a.format == 'authors') != (a.n_sup is not None) or (a.seed is not None and a.format != 'authors'):
@@ -480,8 +540,10 @@ def _import(a) -> list[str]:
     m = IMPORTERS[a.format](a.path, a.dataset, split, provenance=dict(command=cmd), **kw)
     if ds is not None: verify_manifest(m, ds); return [_write(m, a.out, a.force)]
     check_without_data(m, a.path)
-    return [_write(m, a.out, a.force), f'note: ids not checked against files (no --root); dataset, split and id shape checked']
+    return [_write(m, a.out, a.force),
+            f'note: ids not checked against files (no --root); dataset, split and id shape checked']
 
+# %% ../nbs/10_manifests.ipynb #379ece09
 def _find(paths) -> list[Path]:
     out = []
     for p in map(Path, paths):
@@ -510,14 +572,16 @@ def _verify(a) -> list[str]:
         out.append(f'OK {p} ({len(m.labeled)} labeled, {len(m.unlabeled)} unlabeled, hash {manifest_hash(m)})')
     return out
 
+# %% ../nbs/10_manifests.ipynb #2cbf3459
 def ael_splits(argv=None) -> int:
-    "Console script `ael-splits`: make | import | list | verify manifests; returns the exit status (1 data problem, 2 usage error)."
+    "Console script `ael-splits`: make | import | list | verify manifests; returns the exit status (1 data, 2 usage)."
     a = _parser().parse_args(argv)
     try: lines = dict(make=_make, import_=_import, list=_list, verify=_verify)[a.cmd.replace('import', 'import_')](a)
     except Exception as e:
         if a.debug: raise
         if isinstance(e, DataError): rc, msg = 1, str(e)
-        elif isinstance(e, (KeyError, ValueError)): rc, msg = 2, e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        elif isinstance(e, (KeyError, ValueError)):
+            rc, msg = 2, e.args[0] if isinstance(e, KeyError) and e.args else str(e)
         else: rc, msg = 1, f'{type(e).__name__}: {e} (run with --debug for the traceback)'
         print(f'ael-splits: error: {msg}', file=sys.stderr); return rc
     print('\n'.join(lines))

@@ -39,6 +39,7 @@ def scene_seed(seed: int,   # dataset seed
     d = hashlib.blake2b(f'{int(seed)}/{split}/{int(index)}'.encode(), digest_size=8).digest()
     return int.from_bytes(d, 'little') >> 1
 
+# %% ../nbs/09_synthetic.ipynb #40f06d66
 def scene_generator(seed: int, split: str, index: int) -> torch.Generator:
     "The `torch.Generator` that draws scene `index` of `split`."
     return make_generator(scene_seed(seed, split, index))
@@ -74,7 +75,8 @@ class Layer(NamedTuple):
 @functools.lru_cache(maxsize=16)
 def pixel_grid(h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
     "Row and column coordinates of the pixel centres, `float32 [h,w]` each."
-    return torch.meshgrid(torch.arange(h, dtype=torch.float32) + .5, torch.arange(w, dtype=torch.float32) + .5, indexing='ij')
+    return torch.meshgrid(torch.arange(h, dtype=torch.float32) + .5, torch.arange(w, dtype=torch.float32) + .5,
+                          indexing='ij')
 
 def fill(colour, h: int, w: int) -> torch.Tensor:
     "A constant colour as a `[3,h,w]` view (no copy)."
@@ -104,11 +106,13 @@ class Layout(NamedTuple):
 
 def street_layout(h: int, w: int, g: torch.Generator) -> Layout:
     "A random street: horizon at 32-50% of the height, a wide road, sidewalks 20-45% of the road width."
-    return Layout(h * uniform(g, .32, .5), w * uniform(g, .3, .7), w * uniform(g, -.7, -.05), w * uniform(g, 1.05, 1.7), uniform(g, .2, .45))
+    return Layout(h * uniform(g, .32, .5), w * uniform(g, .3, .7), w * uniform(g, -.7, -.05), w * uniform(g, 1.05, 1.7),
+                  uniform(g, .2, .45))
 
 def depth(y, lay: Layout, h: int):
     "Perspective scale of row `y`: 0 on the horizon, 1 on the bottom edge (0 above the horizon)."
-    return ((y - lay.horizon) / (h - lay.horizon)).clamp(min=0) if torch.is_tensor(y) else max(0., (y - lay.horizon) / (h - lay.horizon))
+    return (((y - lay.horizon) / (h - lay.horizon)).clamp(min=0) if torch.is_tensor(y)
+            else max(0., (y - lay.horizon) / (h - lay.horizon)))
 
 def road_edges(y, lay: Layout, h: int):
     "Columns of the road's left and right edges on row `y`."
@@ -139,6 +143,7 @@ def jitter(colour, g: torch.Generator, amount: float = .06):
     "`colour` with each channel moved by up to `amount` (kept in [0,1])."
     return tuple(min(1., max(0., c + uniform(g, -amount, amount))) for c in colour)
 
+# %% ../nbs/09_synthetic.ipynb #aa27d3d3
 def sky(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
     "Blue, pale or overcast sky above the horizon, lighter towards it."
     yy, _ = pixel_grid(h, w)
@@ -146,6 +151,7 @@ def sky(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
     t = .35 * (yy / lay.horizon).clamp(0, 1)
     return [Layer(yy < lay.horizon + 1, top * (1 - t) + t, SKY)]
 
+# %% ../nbs/09_synthetic.ipynb #7fec210f
 def buildings(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
     "A row of walls with windows along the horizon, with gaps of sky."
     yy, xx = pixel_grid(h, w)
@@ -154,13 +160,16 @@ def buildings(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
         bw = uniform(g, .12, .35) * w
         if chance(g, .8):
             top = lay.horizon * (1 - uniform(g, .15, .9))
-            px, py = uniform(g, 4, 9), uniform(g, 5, 10)   # window grid period
+            # the window grid's period
+            px, py = uniform(g, 4, 9), uniform(g, 5, 10)
             windows = (((xx - x) % px) < px / 2) & (((yy - top) % py) < py / 2) & (xx - x > 1) & (x + bw - xx > 1)
             wall = fill(jitter(pick(g, WALLS), g, .04), h, w)
-            out.append(Layer((xx >= x) & (xx < x + bw) & (yy >= top) & (yy < base), torch.where(windows, wall * .55, wall), BUILDING))
+            out.append(Layer((xx >= x) & (xx < x + bw) & (yy >= top) & (yy < base),
+                             torch.where(windows, wall * .55, wall), BUILDING))
         x += bw
     return out
 
+# %% ../nbs/09_synthetic.ipynb #82a2802c
 def trees(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
     "0-3 trees: a textured elliptic crown on a brown trunk, all vegetation."
     yy, xx = pixel_grid(h, w)
@@ -174,6 +183,7 @@ def trees(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
         out.append(Layer(crown | trunk, torch.where(trunk & ~crown, fill((.35, .25, .15), h, w), rgb), VEGETATION))
     return out
 
+# %% ../nbs/09_synthetic.ipynb #94bbddc6
 def ground(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
     "Grass, then sidewalks with paving joints, then the road with its centre dashes, below the horizon."
     yy, xx = pixel_grid(h, w)
@@ -181,13 +191,15 @@ def ground(h: int, w: int, lay: Layout, g: torch.Generator) -> list[Layer]:
     xl, xr = road_edges(yy, lay, h)
     road = below & (xx >= xl) & (xx <= xr)
     dashes = road & ((xx - (xl + xr) / 2).abs() < .6 + 1.5 * s) & (torch.sin(8 / (s + .08)) > .2)
-    road_rgb = torch.where(dashes, torch.tensor(.85), fill(jitter((.3, .3, .32), g, .05), h, w) + .04 * smooth_noise(h, w, 6, g))
+    road_rgb = torch.where(dashes, torch.tensor(.85),
+                           fill(jitter((.3, .3, .32), g, .05), h, w) + .04 * smooth_noise(h, w, 6, g))
     sw = lay.sidewalk * (xr - xl)
     side = below & ~road & (xx > xl - sw) & (xx < xr + sw)
     joints = (yy % (3 + 6 * s) < .8) | (xx % (4 + 8 * s) < .8)
     side_rgb = fill(jitter(pick(g, [(.62, .6, .58), (.65, .5, .45)]), g), h, w) - .08 * joints
     grass_rgb = fill(jitter((.3, .5, .2), g), h, w) + .1 * smooth_noise(h, w, 3, g)
-    return [Layer(below & ~road & ~side, grass_rgb, VEGETATION), Layer(side, side_rgb, SIDEWALK), Layer(road, road_rgb, ROAD)]
+    return [Layer(below & ~road & ~side, grass_rgb, VEGETATION), Layer(side, side_rgb, SIDEWALK),
+            Layer(road, road_rgb, ROAD)]
 
 # %% ../nbs/09_synthetic.ipynb #82a5e055
 CAR_COLOURS = [(.8, .1, .1), (.1, .2, .75), (.9, .8, .1), (.95, .95, .95), (.1, .1, .1), (.2, .6, .3)] + WALLS[:4]
@@ -198,7 +210,8 @@ def car(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, list[La
     yb, s = ground_row(lay, h, g, .15)
     xl, xr = road_edges(yb, lay, h)
     cw = s * uniform(g, .3, .45) * w; ch = cw * uniform(g, .45, .6)
-    cx = min(max(uniform(g, xl + cw / 2, max(xl + cw / 2 + 1, xr - cw / 2)), 0.), w)   # on the road, centre in view
+    # on the road, its centre in view
+    cx = min(max(uniform(g, xl + cw / 2, max(xl + cw / 2 + 1, xr - cw / 2)), 0.), w)
     dx = (xx - cx).abs()
     lower = (dx < cw / 2) & (yy < yb - ch * .1) & (yy > yb - ch * .6)
     cabin = (dx < cw * .35) & (yy <= yb - ch * .6) & (yy > yb - ch)
@@ -208,13 +221,15 @@ def car(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, list[La
     rgb = torch.where(cabin & (dx < cw * .3) & (yy > yb - ch * .95), fill((.15, .2, .25), h, w), rgb)
     return yb, [Layer(lower | cabin | wheels, torch.where(wheels, fill((.08, .08, .08), h, w), rgb), CAR)]
 
+# %% ../nbs/09_synthetic.ipynb #97ccd634
 def pole(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, list[Layer]]:
     "A dark slate pole on the sidewalk; 85% carry a red-to-yellow sign (disc, board or triangle) on top."
     yy, xx = pixel_grid(h, w)
     yb, s = ground_row(lay, h, g, .35)
     x = kerb_x(yb, lay, h, w, g, .05, .3)
     pw, ph = max(3.5, s * .05 * w), min(s * uniform(g, .6, 1.) * h, yb - 2)
-    out = [Layer(((xx - x).abs() < pw / 2) & (yy < yb) & (yy > yb - ph), fill(random_colour(g, (.5, .65), (.15, .5), (.3, .65)), h, w), POLE)]
+    out = [Layer(((xx - x).abs() < pw / 2) & (yy < yb) & (yy > yb - ph),
+                 fill(random_colour(g, (.5, .65), (.15, .5), (.3, .65)), h, w), POLE)]
     if chance(g, .85):
         r = max(4., s * uniform(g, .07, .1) * w); cy = max(yb - ph + r, r)
         dx, dy = (xx - x).abs(), yy - cy
@@ -224,6 +239,7 @@ def pole(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, list[L
         out.append(Layer(m, fill(random_colour(g, pick(g, [(-.03, .17), (.55, .65)]), (.6, 1.), (.6, 1.)), h, w), SIGN))
     return yb, out
 
+# %% ../nbs/09_synthetic.ipynb #995c4d45
 def pedestrian(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, list[Layer]]:
     "A person on the sidewalk: skin-coloured head, purple-to-red shirt, dark legs apart."
     yy, xx = pixel_grid(h, w)
@@ -234,9 +250,11 @@ def pedestrian(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, 
     head = dx ** 2 + (yy - (yb - ph + hr)) ** 2 < hr ** 2
     torso = (dx < bw / 2) & (yy > yb - ph + 1.8 * hr) & (yy < yb - ph * .45)
     legs = (dx < bw * .45) & (dx > bw * .06) & (yy >= yb - ph * .45) & (yy < yb)
-    rgb = torch.where(legs, fill(random_colour(g, (0., 1.), (.2, .7), (.2, .6)), h, w), fill(random_colour(g, (.72, 1.), (.3, 1.), (.3, 1.)), h, w))
+    rgb = torch.where(legs, fill(random_colour(g, (0., 1.), (.2, .7), (.2, .6)), h, w),
+                      fill(random_colour(g, (.72, 1.), (.3, 1.), (.3, 1.)), h, w))
     return yb, [Layer(head | torso | legs, torch.where(head, fill((.85, .65, .5), h, w), rgb), PEDESTRIAN)]
 
+# %% ../nbs/09_synthetic.ipynb #e7f16767
 def bicycle(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, list[Layer]]:
     "A green-to-cyan bicycle at the kerb, seen from the side: two rings, a bar and a seat post."
     yy, xx = pixel_grid(h, w)
@@ -246,7 +264,8 @@ def bicycle(h: int, w: int, lay: Layout, g: torch.Generator) -> tuple[float, lis
     ring = lambda cx: ((((xx - cx) ** 2 + (yy - (yb - r)) ** 2).sqrt() - r).abs() < t / 2 + .3)
     bar = ((xx - x).abs() < r * 1.1) & ((yy - (yb - r * 1.6)).abs() < t * .7 + .2)
     post = ((xx - (x - r * .3)).abs() < t) & (yy > yb - r * 2) & (yy < yb - r)
-    return yb, [Layer(ring(x - r * 1.1) | ring(x + r * 1.1) | bar | post, fill(random_colour(g, (.33, .5), (.4, 1.), (.3, .9)), h, w), BICYCLE)]
+    return yb, [Layer(ring(x - r * 1.1) | ring(x + r * 1.1) | bar | post,
+                      fill(random_colour(g, (.33, .5), (.4, 1.), (.3, .9)), h, w), BICYCLE)]
 
 # %% ../nbs/09_synthetic.ipynb #4272f542
 def photometric(image: torch.Tensor,   # float [3,H,W] in [0,1]
@@ -256,6 +275,7 @@ def photometric(image: torch.Tensor,   # float [3,H,W] in [0,1]
     image = image * uniform(g, .7, 1.2) * cast + torch.randn(image.shape, generator=g) * uniform(g, .02, .07)
     return (image.clamp(0, 1) * 255).round().to(torch.uint8)
 
+# %% ../nbs/09_synthetic.ipynb #ebf5f5b2
 def render_scene(size=(96, 128),                     # (h, w)
                  generator: torch.Generator|None = None,  # source of every random choice
                 ) -> tuple[torch.Tensor, torch.Tensor]:   # image uint8 [3,h,w], label int64 [h,w]
@@ -271,6 +291,7 @@ def render_scene(size=(96, 128),                     # (h, w)
     for _, layers in sorted(objects, key=lambda o: o[0]): paint(image, label, layers)
     return photometric(image, g), label
 
+# %% ../nbs/09_synthetic.ipynb #6f632fd9
 def synthetic_scene(seed: int, split: str, index: int, size=(96, 128)) -> tuple[torch.Tensor, torch.Tensor]:
     "Scene `index` of `split`: a pure function of its arguments."
     return render_scene(size, scene_generator(seed, split, index))
@@ -285,13 +306,15 @@ class SyntheticScenes(SegDataset):
                  n: int|None = None,           # number of scenes (None: `SYNTHETIC_SIZES[split]`, else 100)
                  size=(96, 128),               # (h, w) of every scene
                  seed: int = 0,                # dataset seed: another seed, other scenes
-                 cache: bool|None = None):     # keep each scene once drawn (None: if the split fits in SYNTHETIC_CACHE_MB)
+                 cache: bool|None = None):  # keep each scene once drawn (None: if the split fits in SYNTHETIC_CACHE_MB)
         n = SYNTHETIC_SIZES.get(split, 100) if n is None else int(n)
         if n < 1: raise ValueError(f'synthetic {split!r}: n={n}, need at least one scene')
         self.size, self.seed = tuple(int(s) for s in size), int(seed)
         ids = [f'syn_{split}_{i:05d}' for i in range(n)]
-        super().__init__([(i, f'<synthetic seed={seed}>/{i}', f'<synthetic seed={seed}>/{i}') for i in ids], SYNTHETIC_INFO, split=split)
-        fits = n * 11 * self.size[0] * self.size[1] <= SYNTHETIC_CACHE_MB * 2**20   # uint8 image + int64 label: 11 bytes a pixel
+        super().__init__([(i, f'<synthetic seed={seed}>/{i}', f'<synthetic seed={seed}>/{i}') for i in ids],
+                         SYNTHETIC_INFO, split=split)
+        # uint8 image + int64 label: 11 bytes a pixel
+        fits = n * 11 * self.size[0] * self.size[1] <= SYNTHETIC_CACHE_MB * 2**20
         self._drawn = {} if (fits if cache is None else cache) else None            # shared with every `subset`
 
     def __getitem__(self, i: int) -> dict:

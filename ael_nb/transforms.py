@@ -43,7 +43,7 @@ def _axis_map(
     crop: int,  # the window's size along this axis
     flip: torch.Tensor | None = None,  # bool [B]: reverse the axis (horizontal flip)
 ) -> dict:  # i0, i1 long [B,crop], f float32 [B,crop] (bilinear); near long [B,crop] (nearest); valid bool [B,crop]
-    "Where each window pixel reads from, per image: a random `crop` window of the resized axis, or the resized axis placed at random."
+    "Where each window pixel reads from, per image: a `crop` window of the resized axis, or that axis placed at random."
     d = (n_out - crop).abs()
     o = torch.minimum((u.double() * (d + 1)).floor().long(), d)[:, None]     # crop offset, or placement offset
     j = torch.arange(crop, device=n_out.device)[None]
@@ -80,7 +80,7 @@ def resize_crop(
     fill: float = 0.,  # image padding value
     ignore_index: int = IGNORE_INDEX,  # label padding value
 ) -> tuple:  # (image float32 [(B),C,h,w], label [(B),h,w] or None, valid bool [(B),h,w])
-    "Random resize, random crop (padding where needed) and random flip, identical for image and label; each image of a batch its own."
+    "Random resize, crop (padding where needed) and flip, identical for image and label; each image of a batch its own."
     one = image.ndim == 3
     if one: image, label = image[None], None if label is None else label[None]
     B, (H, W), (h, w), dev = image.shape[0], image.shape[-2:], size, image.device
@@ -111,6 +111,7 @@ def weak_augment(
                                   ignore_index=ignore_index)
     return dict(image=torch.where(valid, normalize(img), 0.), label=lab, id=sample['id'], valid=valid)
 
+# %% ../nbs/11_transforms.ipynb #7fb67a9c
 def eval_transform(
     sample: dict,  # dict(image=uint8 [3,H,W], label=..., id=...)
 ) -> dict:  # the same sample with the image normalised (no resize, no crop)
