@@ -195,6 +195,21 @@ def _check(self: SegDataset,
     return self
 SegDataset.check = _check
 
+# %% ../nbs/08_datasets.ipynb #34e02e7c
+@patch
+def missing_mask(self: SegDataset, i: str, ip: Path) -> DataError:
+    "The error for image `ip` (id `i`) of a scored split that has no mask."
+    return DataError(ip, f'{self.split} image without a mask')
+
+@patch
+def require_masks(self: SegDataset) -> SegDataset:
+    "Raise one `DataError` naming every image without a mask (the first one first); else return `self`."
+    bad = [self.missing_mask(i, ip) for i, ip, lp in self.items if lp is None]
+    if len(bad) > 1:
+        raise DataError(bad[0].path, f'{bad[0].problem}; and {len(bad) - 1} more:\n' + '\n'.join(map(str, bad[1:])))
+    if bad: raise bad[0]
+    return self
+
 # %% ../nbs/08_datasets.ipynb #d21eeaf1
 def dataset_root(name: str, root=None) -> Path:
     "`root`, else `$AEL_<NAME>_ROOT`; raises `DataError` when neither gives an existing folder."

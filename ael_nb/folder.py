@@ -277,15 +277,17 @@ class FolderDataset(SegDataset):
 
     def load_label(self, path) -> torch.Tensor: return read_folder_label(path, self.classes)
 
+    def missing_mask(self, i, ip) -> DataError:
+        return DataError(ip, f'{self.split} image without a mask (no {split_dirs(self.root, self.split)[1]/i}.png)')
+
     def problems(self) -> list[str]:
         "One line per bad input of this split: a label without an image, a scored image without one, a bad file."
         out = [f'{p}: label without an image (no {img}.png, .jpg, ...)'
                for p, img in orphan_labels(self.root, self.split)]
-        masks = split_dirs(self.root, self.split)[1]
         for k, (i, ip, lp) in enumerate(self.items):
             if ip.stat().st_size == 0: out.append(f'{ip}: empty file'); continue
             if lp is None and self.split != 'train':                   # evaluation scores every image of its split
-                out.append(f'{ip}: {self.split} image without a mask (no {masks/i}.png)'); continue
+                out.append(str(self.missing_mask(i, ip))); continue
             try: self[k]
             except DataError as e: out.append(str(e))
         return out

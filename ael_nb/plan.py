@@ -119,6 +119,7 @@ def build_data(cfg: Config) -> RunData:
         raise DataError(d.manifest, f"manifest is for dataset {m.dataset!r} but the run trains on {d.dataset!r} "
                                     f"(set data.dataset={m.dataset})")
     train, val = make_dataset(cfg, m.split if m else d.train_split), make_dataset(cfg, d.val_split)
+    val.require_masks()                                      # a listing: checked however data.check is set
     if m is not None: verify_manifest(m, train)
     else: m = make_manifest(d.dataset, train.labeled_ids, fraction=d.fraction, seed=cfg.run.seed, split=d.train_split,
                            unlabeled_ids=train.ids)            # labels drawn from images that have them
