@@ -407,8 +407,8 @@ def finish(self: Run) -> dict:
                        "skipped; the run did not recover")
     if state.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
     summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=state.it,
-                   iters=cfg.optim.iters,
-                   amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
+                   iters=cfg.optim.iters, amp=cfg.optim.amp, device=self.device.type,
+                   device_name=device_name(self.device),
                    path=instruction_path(self.device, cfg.optim.amp), threads=torch.get_num_threads(),
                    torch=torch.__version__, time_s=time.time() - self.meter.t_start, manifest=self.data.manifest_name,
                    manifest_hash=self.data.manifest_hash, best=state.best, last=self.summaries,
