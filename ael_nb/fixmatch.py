@@ -16,8 +16,8 @@ from .core import draw
 from .transforms import IMAGENET_MEAN, IMAGENET_STD
 from .cutmix import cutmix
 from .state import TrainState
-from .steps import (Trace, section, merge_records, supervised_loss, teacher_probs, teacher_views, pseudo_label, alpha_ramp,
-                          update_bank, aes_dr_loss, copy_paste_labeled, acm_sources, acm_table, acm_paste)
+from .steps import (Trace, section, merge_records, supervised_loss, teacher_probs, teacher_views, pseudo_label,
+                          alpha_ramp, update_bank, aes_dr_loss, copy_paste_labeled, acm_sources, acm_table, acm_paste)
 
 # %% auto #0
 __all__ = ['strong_view', 'forward_weak', 'label_views', 'strong_mix', 'threshold_loss', 'unlabeled_loss', 'weak_to_strong_total',
@@ -63,10 +63,12 @@ def forward_weak(state: TrainState, x_l: torch.Tensor, x_w: torch.Tensor,
     return {k: v[:n] for k, v in out.items()}, {k: v[n:] for k, v in out.items()}
 
 # %% ../nbs/18a_fixmatch.ipynb #c84faa37
-def label_views(state: TrainState, ub: dict, src: dict|None, out_w: dict|None) -> tuple[torch.Tensor, torch.Tensor|None]:
+def label_views(state: TrainState, ub: dict, src: dict|None,
+                out_w: dict|None) -> tuple[torch.Tensor, torch.Tensor|None]:
     "(p_w, p_src): probabilities of the weak views and of ACM's sources (or None), zero on padding, no gradient."
     if state.cfg.method.teacher == 'ema':
-        p = teacher_views(state, weak=(ub['image'], ub['valid']), src=None if src is None else (src['image'], src['valid']))
+        p = teacher_views(state, weak=(ub['image'], ub['valid']),
+                          src=None if src is None else (src['image'], src['valid']))
         return p['weak'], p.get('src')
     p_w = out_w['out'].detach().float().softmax(1) * ub['valid'][:, None]
     if src is None: return p_w, None
@@ -75,13 +77,15 @@ def label_views(state: TrainState, ub: dict, src: dict|None, out_w: dict|None) -
     return p_w, p_src
 
 # %% ../nbs/18a_fixmatch.ipynb #07fd40f9
-def strong_mix(state: TrainState, ub: dict, p_w: torch.Tensor, src: dict|None, p_src: torch.Tensor|None, g: torch.Generator,
+def strong_mix(state: TrainState, ub: dict, p_w: torch.Tensor, src: dict|None, p_src: torch.Tensor|None,
+               g: torch.Generator,
                trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
-    "(x_s, p_s, mixed, record): a strong view of the unlabeled batch, the probabilities labeling it, where another image went."
+    "(x_s, p_s, mixed, record): a strong view of the unlabeled batch, its labeling probabilities, where another went."
     m = state.cfg.method
     with section(trace, 'strong view'): x_s = strong_view(ub['image'], m, g)
     if src is None:
-        with section(trace, 'CutMix'): return (*cutmix(x_s, p_w, g, m.mix_area, return_mask=True, prob=m.mix_prob), None)
+        with section(trace, 'CutMix'):
+            return (*cutmix(x_s, p_w, g, m.mix_area, return_mask=True, prob=m.mix_prob), None)
     with section(trace, 'strong view'): x_src = strong_view(src['image'], m, g)
     return acm_paste(state, x_s, p_w, x_src, src, p_src, g, trace)
 
@@ -95,14 +99,16 @@ def threshold_loss(logits: torch.Tensor,  # student logits [B,C,H,W] on a view
     ce = F.cross_entropy(logits.float(), y, reduction='none')
     return (ce * ((conf >= thresh) & (conf > 0))).sum() / (conf > 0).sum().clamp_min(1)
 
+# %% ../nbs/18a_fixmatch.ipynb #c7a1e101
 def unlabeled_loss(state: TrainState, logits: torch.Tensor, p: torch.Tensor, g: torch.Generator,
                    trace: Trace|None = None) -> tuple[torch.Tensor, dict|None]:
-    "(L_u, record) of one view: `threshold_loss`, or with AES or DR on, AEL's Eq. 8-11 on the pseudo-labels over the threshold."
+    "(L_u, record) of one view: `threshold_loss`, or with AES or DR on, Eq. 8-11 on the pseudo-labels that pass."
     m = state.cfg.method
     if not (m.aes or m.dr): return threshold_loss(logits, p, m.conf_thresh), None
     L_u, keep, w, rec = aes_dr_loss(state, logits, p, pseudo_label(p, m.conf_thresh), g, trace)
     return L_u, None if trace is None else merge_records(rec, keep=keep, w=w)
 
+# %% ../nbs/18a_fixmatch.ipynb #c7a1e103
 def weak_to_strong_total(state: TrainState, L_s: torch.Tensor, L_u: torch.Tensor) -> torch.Tensor:
     "L_s + alpha L_u (alpha ramped as in every method), halved as FixMatch's and UniMatch's code do (`halve_loss`)."
     m = state.cfg.method
@@ -111,7 +117,7 @@ def weak_to_strong_total(state: TrainState, L_s: torch.Tensor, L_u: torch.Tensor
 
 # %% ../nbs/18a_fixmatch.ipynb #f9df08a2
 class WeakViews(NamedTuple):
-    "What a weak-to-strong step knows before its strong views: the labeled batch (after ACP), the student's outputs, p^w."
+    "What a weak-to-strong step knows before its strong views: the labeled batch after ACP, the student's outputs, p^w."
     x_l: torch.Tensor                   # labeled images, objects pasted in where ACP is on
     y_l: torch.Tensor                   # their labels
     out_l: dict                         # student outputs on `x_l`
@@ -134,7 +140,7 @@ def weak_views(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace:
 
 # %% ../nbs/18a_fixmatch.ipynb #39c111a6
 def fixmatch_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
-    "FixMatch: L = (L_s + alpha L_u) / 2, L_u: the strong view's CE against the weak view's confident pseudo-labels; (L, logs, record)."
+    "FixMatch: L = (L_s + alpha L_u) / 2 (UniMatch's Eq. 1-2): CE of the strong view against p^w's confident labels."
     m = state.cfg.method
     w = weak_views(state, lb, ub, g, trace)                              # ACP, ACM's sources, p^w
     x_s, p_s, mixed, r_mix = strong_mix(state, ub, w.p_w, w.src, w.p_src, g, trace)   # x^s and the p^w that labels it

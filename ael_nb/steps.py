@@ -93,10 +93,11 @@ def teacher_probs(teacher, x: torch.Tensor, valid: torch.Tensor|None = None,
 def teacher_views(state: TrainState, **views) -> dict:
     "One teacher call on several `name=(images, valid)` batches (None: skipped), split back by name."
     views = {k: v for k, v in views.items() if v is not None}
-    if state.cfg.method.teacher_mode == 'train' and 'lab' in views and len(views) > 1:   # batch statistics: labeled apart
+    # a train-mode teacher normalises with batch statistics: the labeled images apart
+    if state.cfg.method.teacher_mode == 'train' and 'lab' in views and len(views) > 1:
         lab = views.pop('lab'); return teacher_views(state, **views) | teacher_views(state, lab=lab)
-    p = teacher_probs(state.teacher, torch.cat([x for x, _ in views.values()]), torch.cat([v for _, v in views.values()]),
-                      state.cfg.method.teacher_mode == 'train')
+    images, valid = torch.cat([x for x, _ in views.values()]), torch.cat([v for _, v in views.values()])
+    p = teacher_probs(state.teacher, images, valid, state.cfg.method.teacher_mode == 'train')
     return dict(zip(views, p.split([len(x) for x, _ in views.values()])))
 
 # %% ../nbs/18_steps.ipynb #8d1e1f46
@@ -112,21 +113,22 @@ def alpha_ramp(it: int, alpha: float, rampup: int = 0) -> float:
 
 # %% ../nbs/18_steps.ipynb #20612430
 def begin_bank(state: TrainState, accum_steps: int):
-    "An optimiser step of `accum_steps` micro-batches begins: with more than one, their bank statistics wait in `state.pending`."
+    "A step of `accum_steps` micro-batches begins: with more than one, their bank statistics wait in `state.pending`."
     state.pending = (torch.zeros(2, state.bank.num_classes, dtype=torch.float64, device=state.bank.conf.device)
                  if accum_steps > 1 else None)
 
 def update_bank(state: TrainState, out_l: dict, y_l: torch.Tensor, trace: Trace|None = None) -> dict|None:
-    "Eq. 3-6: the bank follows the student's softmax on the labeled batch (an accumulated step's wait in `state.pending`); with a trace, its record."
+    "Eq. 3-6: the bank follows the student's softmax on the labeled batch (accumulated: at the step's end); its record."
     p, before = out_l['out'].detach().float().softmax(1), state.bank.conf
     with section(trace, 'bank'):
         if state.pending is None: state.bank.update(p, y_l)
-        else: state.pending += torch.stack(class_stats(p, y_l, state.bank.indicator, state.bank.reduction, state.bank.ignore_index))
+        else: state.pending += torch.stack(class_stats(p, y_l, state.bank.indicator, state.bank.reduction,
+                                                       state.bank.ignore_index))
     if trace is None: return None
     return dict(bank_before=before, bank_after=state.bank.conf, y_l=y_l, pred_l=out_l['out'].argmax(1))
 
 def end_bank(state: TrainState) -> bool:
-    "The optimiser step ends: an accumulated step's one bank update (Eq. 6) from its micro-batches' statistics summed over ranks."
+    "The step ends: an accumulated step's one bank update (Eq. 6) from its micro-batches' statistics over ranks."
     if state.pending is None: return False
     stats, state.pending = all_reduce_sum(state.pending), None
     state.bank.update_stats(stats[0], stats[1])
@@ -151,7 +153,8 @@ def meanteacher_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, 
     L_u = ((out_u['out'].float().softmax(1) - p_t) ** 2).sum(1)[ub['valid']].mean()
     bank = update_bank(state, out_l, lb['label'], trace)
     rec = None if trace is None else dict(bank, x_l=lb['image'], x_u=ub['image'], p_t=p_t, y_hat=pseudo_label(p_t))
-    return L_s + alpha_ramp(state.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach()), rec
+    L = L_s + alpha_ramp(state.it, m.alpha, m.alpha_rampup) * L_u
+    return L, dict(loss_s=L_s.detach(), loss_u=L_u.detach()), rec
 
 # %% ../nbs/18_steps.ipynb #a0c953bb
 def cutmix_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
@@ -165,16 +168,17 @@ def cutmix_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace
     L_s = supervised_loss(out_l, lb['label'], state.cfg)                  # Eq. 1
     L_u = unsup_loss(out_u['out'].float(), y_hat, per_image=m.unsup_per_image)   # Eq. 2 (unlabeled term)
     bank = update_bank(state, out_l, lb['label'], trace)
-    rec = None if trace is None else dict(bank, x_l=lb['image'], ub_image=ub['image'], p_t=p_t, x_u=x_u, p_u=p_u, cut_mask=cut,
-                                          y_hat=y_hat)
-    return L_s + alpha_ramp(state.it, m.alpha, m.alpha_rampup) * L_u, dict(loss_s=L_s.detach(), loss_u=L_u.detach()), rec
+    rec = None if trace is None else dict(bank, x_l=lb['image'], ub_image=ub['image'], p_t=p_t, x_u=x_u, p_u=p_u,
+                                          cut_mask=cut, y_hat=y_hat)
+    L = L_s + alpha_ramp(state.it, m.alpha, m.alpha_rampup) * L_u                  # Eq. 2
+    return L, dict(loss_s=L_s.detach(), loss_u=L_u.detach()), rec
 
 # %% ../nbs/18_steps.ipynb #0c767efd
 def aes_dr_loss(state: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat: torch.Tensor, g: torch.Generator,
                 trace: Trace|None = None,
                 conf: torch.Tensor|None = None,   # Conf [C] that AES reads (None: the bank's now)
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
-    "Eq. 8-11 on pseudo-labeled pixels: the AES keep mask 1_ij, the DR weights w_ij and the normalised loss; returns (L_u, keep, w, record)."
+    "Eq. 8-11 on pseudo-labeled pixels: AES's keep mask 1_ij, DR's weights w_ij, the loss; (L_u, keep, w, record)."
     m, conf, rec = state.cfg.method, state.bank.conf if conf is None else conf, None
     keep = y_hat != IGNORE_INDEX if m.unsup_denominator == 'labeled' else p.amax(1) > 0   # 'all': every real pixel
     if m.aes:                                                         # 1_ij of Eq. 9
@@ -190,83 +194,95 @@ def aes_dr_loss(state: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat:
 # %% ../nbs/18_steps.ipynb #e7cea565
 def copy_paste_labeled(state: TrainState, lb: dict, g: torch.Generator,
                        trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, dict|None]:
-    "ACP: the labeled images and labels with objects of low-confidence classes pasted in (Eq. 7), and the record; as they are when off."
+    "ACP: the labeled batch with objects of low-confidence classes pasted in (Eq. 7), and the record; as is when off."
     m = state.cfg.method
     if not m.acp: return lb['image'], lb['label'], None
     with section(trace, 'ACP'):
         r_cp = sampling_prob(state.bank.conf, m.temperature, exclude=m.cp_exclude, sqrt=m.cp_sqrt)   # Eq. 7
         x_l, y_l, cp = adaptive_copy_paste(lb['image'], lb['label'], r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale,
                                            generator=g, return_info=True, choice=m.cp_choice)
-    return x_l, y_l, None if trace is None else dict(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
+    if trace is None: return x_l, y_l, None
+    return x_l, y_l, dict(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
 
 # %% ../nbs/18_steps.ipynb #6de0e2e3
-def acm_sources(state: TrainState, ub: dict, g: torch.Generator, trace: Trace|None = None) -> tuple[dict|None, dict|None]:
-    "ACM's sources, one per unlabeled image: a class c ~ r (Eq. 7) and an unlabeled image holding c, and the record; None when off."
+def acm_sources(state: TrainState, ub: dict, g: torch.Generator,
+                trace: Trace|None = None) -> tuple[dict|None, dict|None]:
+    "ACM's sources, one per unlabeled image: a class c ~ r (Eq. 7), an image holding c, and the record; None when off."
     m = state.cfg.method
     if not m.acm: return None, None
     with section(trace, 'ACM: sources'):
         r_cm = sampling_prob(state.bank.conf, m.temperature, exclude=m.acm_exclude)
         src = to_device(state.sources.take(r_cm, len(ub['image']), g), ub['image'].device)
-    return src, None if trace is None else dict(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'],
-                                                acm_src_image=src['image'])
+    if trace is None: return src, None
+    return src, dict(r_cm=r_cm, acm_class=src['classes'], acm_prob=src['prob'], acm_src=src['index'],
+                     acm_src_image=src['image'])
 
+# %% ../nbs/18_steps.ipynb #c7a1e004
 def acm_table(state: TrainState, ub: dict, p_t: torch.Tensor, src: dict, p_src: torch.Tensor, trace: Trace|None = None):
     "The class table learns what the teacher has just seen: its pseudo-labels of the weak views and of ACM's sources."
     with section(trace, 'ACM: class table'):
         state.table.update(ub['index'], pseudo_label(p_t)); state.table.update(src['index'], pseudo_label(p_src))
 
-def acm_paste(state: TrainState, x_t: torch.Tensor, p_t: torch.Tensor, x_src: torch.Tensor, src: dict, p_src: torch.Tensor,
-              g: torch.Generator, trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
-    "Adaptive CutMix: into each target (`x_t`, `p_t`) the region of its source's class c (`x_src`, `p_src`); (x_u, p_u, cut, record)."
+# %% ../nbs/18_steps.ipynb #c7a1e007
+def acm_paste(state: TrainState, x_t: torch.Tensor, p_t: torch.Tensor, x_src: torch.Tensor, src: dict,
+              p_src: torch.Tensor, g: torch.Generator,
+              trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
+    "Adaptive CutMix: into each target (`x_t`, `p_t`) its source's region of class c; (x_u, p_u, cut, record)."
     m = state.cfg.method
     with section(trace, 'ACM: regions + paste'):
         x_u, p_u, cut, found = adaptive_cutmix(x_t, p_t, x_src, p_src, src['classes'], g,
                                                min_area=m.r_star if m.acm_min_area is None else m.acm_min_area,
-                                               stride=m.acm_stride, src_valid=src['valid'], return_found=True, full=m.acm_full,
-                                               position=m.box_position)
+                                               stride=m.acm_stride, src_valid=src['valid'], return_found=True,
+                                               full=m.acm_full, position=m.box_position)
     return x_u, p_u, cut, None if trace is None else dict(acm_found=found)
 
 # %% ../nbs/18_steps.ipynb #ca29ca7e
 def mix_unlabeled(state: TrainState, ub: dict, p: dict, src: dict|None, g: torch.Generator,
                   trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
-    "(x_u, p_u, cut, record): ACM's regions pasted into the weak views after the class table learns (Eq. 7), or CutMix when off."
+    "(x_u, p_u, cut, record): ACM's regions pasted into the weak views once the class table learns, or CutMix when off."
     if src is None:
         with section(trace, 'CutMix'): return (*cutmix(ub['image'], p['weak'], generator=g, return_mask=True), None)
     acm_table(state, ub, p['weak'], src, p['src'], trace)
     return acm_paste(state, ub['image'], p['weak'], src['image'], src, p['src'], g, trace)
 
-def labeled_unsup_loss(state: TrainState, out_l: dict, p_lab: torch.Tensor, g: torch.Generator, conf: torch.Tensor) -> torch.Tensor:
+# %% ../nbs/18_steps.ipynb #c7a1e011
+def labeled_unsup_loss(state: TrainState, out_l: dict, p_lab: torch.Tensor, g: torch.Generator,
+                       conf: torch.Tensor) -> torch.Tensor:
     "The authors' term `method.labeled_unsup`: Eq. 8-11 on the labeled images against the teacher's pseudo-labels."
     return aes_dr_loss(state, out_l['out'], p_lab, pseudo_label(p_lab, state.cfg.method.pl_threshold), g, conf=conf)[0]
 
+# %% ../nbs/18_steps.ipynb #c7a1e014
 def ael_logs(L_s, L_u, y_hat, keep, w) -> dict:
     "What an AEL step logs (on the device): both losses, the share of pseudo-labels AES keeps, DR's mean weight."
     n_valid = (y_hat != IGNORE_INDEX).sum().clamp_min(1)
     return dict(loss_s=L_s.detach(), loss_u=L_u.detach(), aes_kept=(keep & (y_hat != IGNORE_INDEX)).sum() / n_valid,
                 dr_weight=w.sum() / keep.sum().clamp_min(1))
 
+# %% ../nbs/18_steps.ipynb #c7a1e017
 def ael_record(lb, ub, x_l, x_u, p_u, cut, y_hat, keep, w, out_u) -> dict:
     "What a trace keeps of an AEL step's inputs and decisions (pictures, tests)."
-    return dict(lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'], ub_index=ub['index'], x_u=x_u,
-                p_u=p_u, cut_mask=cut, y_hat=y_hat, keep=keep, w=w, pred_u=out_u['out'].argmax(1))
+    return dict(lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'], ub_index=ub['index'],
+                x_u=x_u, p_u=p_u, cut_mask=cut, y_hat=y_hat, keep=keep, w=w, pred_u=out_u['out'].argmax(1))
 
 # %% ../nbs/18_steps.ipynb #ee18debf
 def ael_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
-    "AEL: the basic framework + ACP, ACM, AES and DR, all driven by the confidence bank (Eq. 3-11); (loss, logs, record)."
+    "AEL: the basic framework + ACP, ACM, AES and DR, all driven by the confidence bank (Eq. 3-11); (L, logs, record)."
     m, conf = state.cfg.method, state.bank.conf                               # Conf as the step begins
     x_l, y_l, r_cp = copy_paste_labeled(state, lb, g, trace)              # ACP: classes drawn by r (Eq. 7)
     src, r_src = acm_sources(state, ub, g, trace)                         # ACM: c ~ r (Eq. 7), an image holding c
     with section(trace, 'teacher forward'):                           # one teacher call for every view it labels
-        p = teacher_views(state, weak=(ub['image'], ub['valid']), src=None if src is None else (src['image'], src['valid']),
+        p = teacher_views(state, weak=(ub['image'], ub['valid']),
+                          src=None if src is None else (src['image'], src['valid']),
                           lab=(x_l, lb['valid']) if m.labeled_unsup else None)
     x_u, p_u, cut, r_mix = mix_unlabeled(state, ub, p, src, g, trace)     # ACM's regions pasted in (off: CutMix)
     y_hat = pseudo_label(p_u, m.pl_threshold)
-    with section(trace, 'student forward'): out_l, out_u = forward_split(state.student, x_l, x_u, m.student_forward == 'separate')
+    with section(trace, 'student forward'):
+        out_l, out_u = forward_split(state.student, x_l, x_u, m.student_forward == 'separate')
     L_s = supervised_loss(out_l, y_l, state.cfg)                          # Eq. 1
     r_bank = update_bank(state, out_l, y_l, trace)                        # Eq. 3-6
     if m.aes_bank == 'after': conf = state.bank.conf                      # AES reads the bank just updated (authors)
     L_u, keep, w, r_aes = aes_dr_loss(state, out_u['out'], p_u, y_hat, g, trace, conf)   # AES and DR: Eq. 8-11
     if m.labeled_unsup: L_u = L_u + labeled_unsup_loss(state, out_l, p['lab'], g, conf)   # the authors' extra term
-    rec = None if trace is None else merge_records(r_cp, r_src, r_mix, r_bank, r_aes,
-                                                   ael_record(lb, ub, x_l, x_u, p_u, cut, y_hat, keep, w, out_u), p_t=p['weak'])
+    rec = None if trace is None else merge_records(
+        r_cp, r_src, r_mix, r_bank, r_aes, ael_record(lb, ub, x_l, x_u, p_u, cut, y_hat, keep, w, out_u), p_t=p['weak'])
     return L_s + alpha_ramp(state.it, m.alpha, m.alpha_rampup) * L_u, ael_logs(L_s, L_u, y_hat, keep, w), rec

@@ -16,8 +16,8 @@ import torch.nn as nn
 import torch.distributed as dist
 from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
-                         seed_everything, set_deterministic, make_generator, resolve_device, init_distributed, resolve_amp, device_name,
-                         instruction_path, resolve_channels_last,
+                         seed_everything, set_deterministic, make_generator, resolve_device, init_distributed,
+                         resolve_amp, device_name, instruction_path, resolve_channels_last,
                          average_buffers, peak_memory_gb, rank_values)
 from .config import Config, save_config, resolved, check_classes
 from .teacher import ema_update
@@ -28,8 +28,8 @@ from .state import (TrainState, build_state, checkpoint, load_checkpoint, models
 from .steps import Trace, section, begin_bank, end_bank
 from .methods import step_function
 from .runlog import RunLog, evaluate_models, eval_scalars, save_trace, write_results, markdown_table
-from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values, nonfinite_tensors,
-                           check_weights, claim_run_dir, disk_space, resume_command, check_resume)
+from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, agree, finite_values,
+                           nonfinite_tensors, check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
 __all__ = ['ESTIMATE_AFTER', 'Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'setup', 'about_minutes',
@@ -42,12 +42,22 @@ class Loaders:
     labeled: Iterator
     unlabeled: Iterator|None = None
 
+def _loaders(cfg: Config, data: RunData, it: int, stop: int, device: torch.device) -> Loaders:
+    "The labeled and (semi-supervised methods) unlabeled batches, from step `it` to the run's last, `stop`."
+    first, last = it * cfg.optim.accum_steps, stop * cfg.optim.accum_steps
+    labeled = iter(make_loader(data.labeled, micro_batch(cfg), cfg, 0, first, last, True, device))
+    if cfg.method.name == 'supervised': return Loaders(labeled)
+    return Loaders(labeled, iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False,
+                                             device)))
+
+# %% ../nbs/20_train.ipynb #a20e0003
 @dataclass
 class Schedule:
     "When the loop stops and saves: the last step this process runs, and `latest.pth`'s schedule between evaluations."
     stop: int                           # `run.stop_at`, else `optim.iters`
     saves: SaveSchedule
 
+# %% ../nbs/20_train.ipynb #a20e0006
 @dataclass
 class StopState:
     "What the ranks agreed on at the last step: a stop signal, a checkpoint due by the clock, steps skipped in a row."
@@ -56,6 +66,7 @@ class StopState:
     late: bool = False
     skipped_in_a_row: int = 0
 
+# %% ../nbs/20_train.ipynb #a20e0009
 @dataclass
 class Meter:
     "What the next log line divides by (images and time since the last one), the run's start, the progress bar."
@@ -66,21 +77,24 @@ class Meter:
     first_it: int = 0                   # the step this process started at
     t_estimate: float|None = None       # when `estimate` began to time the steps
 
+# %% ../nbs/20_train.ipynb #a20e0012
 @dataclass
 class Held:
     "What the run gives back when it closes: its folder's lock, and the process group `setup` started (if it did)."
     lock: RunLock|None = None
     group: bool = False
 
+# %% ../nbs/20_train.ipynb #a20e0015
 class Run:
-    "A training run, set up once: configuration, data, state, log, and its state grouped by meaning below."
+    "A training run, set up once: configuration, data, state, log, and what it carries from step to step."
     def __init__(self, cfg: Config, data: RunData, state: TrainState, device: torch.device, log: RunLog, stop: int,
                  held: Held|None = None):
         from tqdm.auto import tqdm
-        self.cfg, self.data, self.state, self.device, self.log, self.held = cfg, data, state, device, log, held or Held()
-        self.out, self.step_fn = Path(cfg.run.out), step_function(cfg.method)
+        self.cfg, self.data, self.state, self.device, self.log = cfg, data, state, device, log
+        self.held = held or Held()
+        self.out, self.loaders = Path(cfg.run.out), _loaders(cfg, data, state.it, stop, device)
+        self.step_fn = step_function(cfg.method)
         self.schedule = Schedule(stop, SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes))
-        self.loaders = self._loaders()
         self.stops, self.cms, self.summaries = StopState(), {}, {}     # cms, summaries: the last evaluation
         self.meter = Meter(tqdm(total=cfg.optim.iters, initial=state.it, disable=not (cfg.run.progress and is_main()),
                                 desc=cfg.method.name, dynamic_ncols=True), first_it=state.it)
@@ -98,16 +112,6 @@ class Run:
 
 # %% ../nbs/20_train.ipynb #887796ac
 @patch
-def _loaders(self: Run) -> Loaders:
-    "The labeled and (semi-supervised methods) unlabeled batches, from the state's step to the run's last."
-    cfg, accum = self.cfg, self.cfg.optim.accum_steps
-    first, last = self.state.it * accum, self.stop * accum                 # in micro-batches
-    labeled = iter(make_loader(self.data.labeled, micro_batch(cfg), cfg, 0, first, last, True, self.device))
-    if cfg.method.name == 'supervised': return Loaders(labeled)
-    return Loaders(labeled, iter(make_loader(self.data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False,
-                                             self.device)))
-
-@patch
 def close(self: Run):
     "Stop the progress bar, the ACM loader thread and the log, release the run directory, end the group this run made."
     self.meter.bar.close(); self.log.close()
@@ -115,10 +119,25 @@ def close(self: Run):
     if self.held.lock is not None: self.held.lock.release()
     if self.held.group and dist_ready(): dist.destroy_process_group(); self.held.group = False
 
+# %% ../nbs/20_train.ipynb #2e4755e8
+def _latest(out: Path) -> Path:
+    "The checkpoint a resumed run continues; a clear error where there is none."
+    latest = out / 'latest.pth'
+    if not latest.exists(): raise DataError(latest, 'cannot resume: no checkpoint in the run directory')
+    return latest
+
+def _n_unlabeled(data: RunData) -> int: return 0 if data.unlabeled is None else len(data.unlabeled)
+
+def _banner(cfg: Config, as_given: Config, data: RunData, device: torch.device, steps: str) -> str:
+    "The line a run prints when it starts: data, network, devices, precision, steps, run directory."
+    amp = 'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'
+    return (f"{cfg.method.name} on {data.info.name}: {len(data.labeled)} labeled + {_n_unlabeled(data)} "
+            f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, "
+            f"{world_size()} x {device} ({device_name(device)}), {amp} (optim.amp={as_given.optim.amp}), "
+            f"{steps} -> {Path(cfg.run.out)}")
+
 # %% ../nbs/20_train.ipynb #d2825616
-def setup(cfg: Config,
-          init: str|Path|None = None,   # start from this checkpoint's state (another run's), writing to `cfg.run.out`
-         ) -> Run:
+def setup(cfg: Config, init: str|Path|None = None) -> Run:
     "Everything a run needs, built once; `run.resume` continues `<run.out>/latest.pth`."
     if cfg.run.threads: torch.set_num_threads(cfg.run.threads)
     device = resolve_device(cfg.run.device)
@@ -159,46 +178,6 @@ def setup(cfg: Config,
         if lock is not None: lock.release()
         raise
 
-# %% ../nbs/20_train.ipynb #2e4755e8
-def _latest(out: Path) -> Path:
-    "The checkpoint a resumed run continues; a clear error where there is none."
-    latest = out / 'latest.pth'
-    if not latest.exists(): raise DataError(latest, 'cannot resume: no checkpoint in the run directory')
-    return latest
-
-def _n_unlabeled(data: RunData) -> int: return 0 if data.unlabeled is None else len(data.unlabeled)
-
-def _banner(cfg: Config, as_given: Config, data: RunData, device: torch.device, steps: str) -> str:
-    "The line a run prints when it starts: data, network, devices, precision, steps, run directory."
-    amp = 'fp32' if cfg.optim.amp == 'none' else cfg.optim.amp + ' autocast'
-    return (f"{cfg.method.name} on {data.info.name}: {len(data.labeled)} labeled + {_n_unlabeled(data)} "
-            f"unlabeled images (split {data.manifest_name}), {cfg.model.backbone} OS{cfg.model.output_stride}, "
-            f"{world_size()} x {device} ({device_name(device)}), {amp} (optim.amp={as_given.optim.amp}), "
-            f"{steps} -> {Path(cfg.run.out)}")
-
-# %% ../nbs/20_train.ipynb #1f4befa2
-@patch
-def step(self: Run, trace: Trace|None = None) -> Trace|None:
-    "One optimiser step, logged every `run.log_interval` steps; returns the trace given or made (`run.trace_interval`)."
-    state, cfg = self.state, self.cfg
-    if state.it >= self.stop:
-        raise RuntimeError(f"{self}: the run has reached its last step ({self.stop}); raise optim.iters or run.stop_at")
-    saving = trace is None and bool(cfg.run.trace_interval) and (state.it + 1) % cfg.run.trace_interval == 0
-    if saving: trace = Trace()
-    loss, logs, vals = self._micro_batches(trace)
-    with section(trace, 'bank'): self._apply_bank(trace)          # what the micro-batches saw, once
-    bad, self.stops.stopping, self.stops.late = agree(not self._read(vals), self.stops.signals.received is not None,
-                                                      self.schedule.saves.late(), device=self.device)
-    if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
-    lr = state.optimizer.param_groups[0]['lr']
-    with section(trace, 'optimizer + EMA'): self._update(skip=bad)
-    state.it += 1; self._accumulate({} if bad else vals)
-    self.meter.bar.update(1)
-    if state.it % cfg.run.log_interval == 0 or state.it == cfg.optim.iters: self._log(lr)
-    if trace is not None: trace.record(it=state.it, loss=float(loss.detach()), **{k: float(v) for k, v in logs.items()})
-    if saving and is_main(): save_trace(trace, self.out, state.it, cfg.run.trace_images)
-    return trace
-
 # %% ../nbs/20_train.ipynb #e45baefa
 def _autocast(device: torch.device, amp: str):
     dtype = dict(bf16=torch.bfloat16, fp16=torch.float16).get(amp)
@@ -208,6 +187,7 @@ def _on_device(v: torch.Tensor) -> torch.Tensor:
     "A logged value, summed where it was computed: float64 (Python's floats), float32 on MPS, which has no float64."
     return v.detach().to(torch.float32 if v.device.type == 'mps' else torch.float64)
 
+# %% ../nbs/20_train.ipynb #a20e0021
 @patch
 def _read(self: Run, vals: dict) -> bool:
     "The step's one read from the device: are its logged values all finite, and, in the same copy, ACM's next images."
@@ -217,6 +197,7 @@ def _read(self: Run, vals: dict) -> bool:
     src.start(host[1:])
     return bool(host[0])
 
+# %% ../nbs/20_train.ipynb #a20e0022
 @patch
 def _micro_batches(self: Run, trace: Trace|None):
     "Forward and backward of `optim.accum_steps` micro-batches; the last loss and logs, and the logs' step averages."
@@ -227,10 +208,12 @@ def _micro_batches(self: Run, trace: Trace|None):
     begin_bank(state, accum)                                            # one bank update per optimiser step
     for a in range(accum):
         with section(trace, 'data'):
-            lb, ub = to_device(next(self.loaders.labeled), device), to_device(next(self.loaders.unlabeled), device) if self.semi else None
+            lb = to_device(next(self.loaders.labeled), device)
+            ub = to_device(next(self.loaders.unlabeled), device) if self.semi else None
         ddp = isinstance(state.student, nn.parallel.DistributedDataParallel) and a < accum - 1
         with state.student.no_sync() if ddp else nullcontext():
-            with _autocast(device, cfg.optim.amp): loss, logs, rec = self.step_fn(state, lb, ub, g, trace if a == 0 else None)
+            with _autocast(device, cfg.optim.amp):
+                loss, logs, rec = self.step_fn(state, lb, ub, g, trace if a == 0 else None)
             if rec is not None: trace.record(**rec)                    # what the first micro-batch decided
             with section(trace, 'backward'): state.scaler.scale(loss / (accum * ranks)).backward()
         for k, v in dict(logs, loss=loss).items(): vals[k] = vals.get(k, 0) + _on_device(v) / accum
@@ -245,6 +228,7 @@ def _apply_bank(self: Run, trace: Trace|None):
     if end_bank(state) and trace is not None: trace.record(bank_after=state.bank.conf)
     if state.table is not None and world_size() > 1: state.table.sync()
 
+# %% ../nbs/20_train.ipynb #a20e0023
 @patch
 def _update(self: Run, skip: bool):
     "Optimiser (not for a skipped step), schedule, BN statistics over ranks, EMA teacher."
@@ -272,6 +256,7 @@ def _nonfinite(self: Run, vals: dict):
         raise Diverged(f"{what}; {self.stops.skipped_in_a_row} steps in a row skipped "
                        f"(run.max_skipped={cfg.run.max_skipped})")
 
+# %% ../nbs/20_train.ipynb #a20e0025
 @patch
 def _accumulate(self: Run, vals: dict):
     "Add a step's logged values to the sums of the state (none for a skipped step), on the device."
@@ -279,13 +264,15 @@ def _accumulate(self: Run, vals: dict):
     if vals: self.stops.skipped_in_a_row = 0
     for k, v in dict(vals, _n=1 if vals else 0, skipped=0 if vals else 1).items(): acc[k] = acc.get(k, 0) + v
 
+# %% ../nbs/20_train.ipynb #a20e0026
 @patch
 def _log(self: Run, lr: float):
-    "Write the averages since the last log line (losses, lr, throughput, bank, peak memory per rank, skipped steps): the sums' one read from the device."
+    "Write the averages since the last log line: the sums' one read from the device."
     dt, names, acc = time.time() - self.meter.t0, self.data.info.class_names, self.state.acc
     steps, skipped = acc.pop('_n', 0), acc.pop('skipped', 0)
     rec = dict(it=self.it, **{k: float(v) / max(steps, 1) for k, v in acc.items()},
-               **(dict(skipped=skipped) if skipped else {}), lr=lr, img_per_s=self.meter.n_img * world_size() / max(dt, 1e-9),
+               **(dict(skipped=skipped) if skipped else {}), lr=lr,
+               img_per_s=self.meter.n_img * world_size() / max(dt, 1e-9),
                conf=[round(c, 5) for c in self.state.bank.conf.tolist()],
                peak_mem_gb=[round(m, 3) for m in rank_values(peak_memory_gb(self.device), self.device)])
     self.log.write(rec, {f'train/{k}': v for k, v in rec.items() if k not in ('it', 'conf', 'peak_mem_gb')}
@@ -294,17 +281,88 @@ def _log(self: Run, lr: float):
     if 'loss' in rec: self.meter.bar.set_postfix(loss=f"{rec['loss']:.3f}")
     self.state.acc, self.meter.t0, self.meter.n_img = {}, time.time(), 0
 
+# %% ../nbs/20_train.ipynb #1f4befa2
+@patch
+def step(self: Run, trace: Trace|None = None) -> Trace|None:
+    "One optimiser step, logged every `run.log_interval` steps; returns the trace given or made (`run.trace_interval`)."
+    state, cfg = self.state, self.cfg
+    if state.it >= self.stop:
+        raise RuntimeError(f"{self}: the run has reached its last step ({self.stop}); raise optim.iters or run.stop_at")
+    saving = trace is None and bool(cfg.run.trace_interval) and (state.it + 1) % cfg.run.trace_interval == 0
+    if saving: trace = Trace()
+    loss, logs, vals = self._micro_batches(trace)
+    with section(trace, 'bank'): self._apply_bank(trace)          # what the micro-batches saw, once
+    bad, self.stops.stopping, self.stops.late = agree(not self._read(vals), self.stops.signals.received is not None,
+                                                      self.schedule.saves.late(), device=self.device)
+    if bad: self._nonfinite(vals)                                   # raises `Diverged`, or the update is skipped
+    lr = state.optimizer.param_groups[0]['lr']
+    with section(trace, 'optimizer + EMA'): self._update(skip=bad)
+    state.it += 1; self._accumulate({} if bad else vals)
+    self.meter.bar.update(1)
+    if state.it % cfg.run.log_interval == 0 or state.it == cfg.optim.iters: self._log(lr)
+    if trace is not None: trace.record(it=state.it, loss=float(loss.detach()), **{k: float(v) for k, v in logs.items()})
+    if saving and is_main(): save_trace(trace, self.out, state.it, cfg.run.trace_images)
+    return trace
+
+# %% ../nbs/20_train.ipynb #5e7a1c21
+def about_minutes(m: float) -> str:
+    "A duration in minutes as a person says it: 'about 12 min', or 'under a minute'."
+    return f"about {max(1, round(m))} min" if m >= .5 else 'under a minute'
+
+# %% ../nbs/20_train.ipynb #a20e0028
+def duration_line(step_s: float,  # seconds one step took here
+                  steps: int,     # steps left
+                  evals: int = 0, # evaluations left
+                 ) -> str:
+    "The seconds a step takes and about how long the steps left take, in minutes."
+    about = about_minutes(step_s * steps / 60)
+    more = f", plus {evals} evaluation{'s' * (evals != 1)}" if evals else ''
+    return f"{step_s:.2f} s a step here: {about} for the {steps} steps left on this machine{more}"
+
+# %% ../nbs/20_train.ipynb #a20e0031
+ESTIMATE_AFTER = 20   # steps timed (after the first) before a run says how long the rest takes here
+
+@patch
+def estimate(self: Run):
+    "Time the `ESTIMATE_AFTER` steps after this process's first; then say once how long the rest takes here."
+    m, n = self.meter, self.it - self.meter.first_it
+    if n == 1: m.t_estimate = time.time()
+    elif n == ESTIMATE_AFTER + 1 and self.it < self.stop and self.cfg.run.progress and is_main():
+        iv, iters = self.cfg.eval.interval, self.cfg.optim.iters
+        evals = sum(1 for k in range(self.it + 1, self.stop + 1) if (iv and k % iv == 0) or k == iters)
+        m.bar.write(duration_line((time.time() - m.t_estimate) / ESTIMATE_AFTER, self.stop - self.it, evals))
+
+# %% ../nbs/20_train.ipynb #a20e0039
+@patch
+def _check_weights(self: Run):
+    "Raise `Diverged` unless the student's and the teacher's weights are all finite."
+    check_weights(dict(student=self.state.student, teacher=self.state.teacher), f"step {self.it}")
+
+# %% ../nbs/20_train.ipynb #a20e0041
+@patch
+def _write(self: Run, name: str,
+           keep=None):   # what of the checkpoint to write (`models_only`); default all
+    "Write the checkpoint `<out>/<name>` atomically if the weights are finite; a full disk raises `NoSpace`."
+    self._check_weights()
+    ck = checkpoint(self.state)                                         # gathers every rank's own state
+    if keep is not None: ck = keep(ck)
+    if is_main():
+        prev = self.out / PREVIOUS if name == 'latest.pth' and self.cfg.run.keep_previous else None
+        with disk_space(self.out / name): write_checkpoint(ck, self.out / name, previous=prev)
+
 # %% ../nbs/20_train.ipynb #3cc637e9
 @patch
 def save(self: Run):
     "Write `latest.pth` (every rank calls it; rank 0 writes)."
     self._write('latest.pth'); self.schedule.saves.saved()
 
+# %% ../nbs/20_train.ipynb #a20e0034
 @patch
 def save_due(self: Run) -> bool:
     "Is `latest.pth` due between evaluations? (`run.checkpoint_interval` or `_minutes`, a stop signal, the last step)"
     return self.schedule.saves.due(self.it) or self.stops.late or self.stops.stopping or self.it == self.stop
 
+# %% ../nbs/20_train.ipynb #a20e0036
 @patch
 def eval_due(self: Run) -> bool:
     "True after every `eval.interval`-th step and after the last step of the schedule."
@@ -329,20 +387,6 @@ def evaluate(self: Run) -> dict:
     self.meter.t0 += time.time() - te                                     # throughput counts training time only
     return self.summaries
 
-@patch
-def _check_weights(self: Run): check_weights(dict(student=self.state.student, teacher=self.state.teacher), f"step {self.it}")
-
-@patch
-def _write(self: Run, name: str,
-           keep=None):   # what of the checkpoint to write (`models_only`); default all
-    "Write the checkpoint `<out>/<name>` atomically if the weights are finite; a full disk raises `NoSpace`."
-    self._check_weights()
-    ck = checkpoint(self.state)                                         # gathers every rank's own state
-    if keep is not None: ck = keep(ck)
-    if is_main():
-        prev = self.out / PREVIOUS if name == 'latest.pth' and self.cfg.run.keep_previous else None
-        with disk_space(self.out / name): write_checkpoint(ck, self.out / name, previous=prev)
-
 # %% ../nbs/20_train.ipynb #8c23d8df
 @patch
 def preempt(self: Run):
@@ -357,12 +401,14 @@ def preempt(self: Run):
 def finish(self: Run) -> dict:
     "The final summary (also `summary.json`), with per-class table and plots if the schedule is done; closes the run."
     state, cfg = self.state, self.cfg
-    if self.stops.skipped_in_a_row:                                      # run.on_nonfinite=skip, and the loss never came back
-        raise Diverged(f"step {state.it}: the last {self.stops.skipped_in_a_row} steps had non-finite losses and were skipped; "
-                       "the run did not recover")
+    # run.on_nonfinite=skip, and the loss never came back
+    if self.stops.skipped_in_a_row:
+        raise Diverged(f"step {state.it}: the last {self.stops.skipped_in_a_row} steps had non-finite losses and were "
+                       "skipped; the run did not recover")
     if state.it == cfg.optim.iters and not self.summaries: self.evaluate()     # resumed from a finished run
-    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=state.it, iters=cfg.optim.iters,
-                   amp=cfg.optim.amp, device=self.device.type, device_name=device_name(self.device),
+    summary = dict(run_dir=str(self.out), method=cfg.method.name, preset=cfg.preset, it=state.it,
+                   iters=cfg.optim.iters, amp=cfg.optim.amp, device=self.device.type,
+                   device_name=device_name(self.device),
                    path=instruction_path(self.device, cfg.optim.amp), threads=torch.get_num_threads(),
                    torch=torch.__version__, time_s=time.time() - self.meter.t_start, manifest=self.data.manifest_name,
                    manifest_hash=self.data.manifest_hash, best=state.best, last=self.summaries,
@@ -370,36 +416,11 @@ def finish(self: Run) -> dict:
                    teacher_weights=None if state.teacher is None else weights_digest(state.teacher),
                    peak_mem_gb=rank_values(peak_memory_gb(self.device), self.device))
     if is_main():
-        if self.cms: summary['table'] = markdown_table(write_results(self.out, self.cms, self.data.info, cfg.run.plots))
+        if self.cms:
+            summary['table'] = markdown_table(write_results(self.out, self.cms, self.data.info, cfg.run.plots))
         atomic_write_text(self.out / 'summary.json', json.dumps(summary, indent=1))
     self.close()
     return summary
-
-# %% ../nbs/20_train.ipynb #5e7a1c21
-ESTIMATE_AFTER = 20   # steps timed (after the first) before a run says how long the rest takes here
-
-def about_minutes(m: float) -> str:
-    "A duration in minutes as a person says it: 'about 12 min', or 'under a minute'."
-    return f"about {max(1, round(m))} min" if m >= .5 else 'under a minute'
-
-def duration_line(step_s: float,  # seconds one step took here
-                  steps: int,     # steps left
-                  evals: int = 0, # evaluations left
-                 ) -> str:
-    "The seconds a step takes and about how long the steps left take, in minutes."
-    about = about_minutes(step_s * steps / 60)
-    more = f", plus {evals} evaluation{'s' * (evals != 1)}" if evals else ''
-    return f"{step_s:.2f} s a step here: {about} for the {steps} steps left on this machine{more}"
-
-@patch
-def estimate(self: Run):
-    "Time the `ESTIMATE_AFTER` steps after this process's first; then print (once, main rank, `run.progress`) how long the rest takes."
-    m, n = self.meter, self.it - self.meter.first_it
-    if n == 1: m.t_estimate = time.time()
-    elif n == ESTIMATE_AFTER + 1 and self.it < self.stop and self.cfg.run.progress and is_main():
-        iv, iters = self.cfg.eval.interval, self.cfg.optim.iters
-        evals = sum(1 for k in range(self.it + 1, self.stop + 1) if (iv and k % iv == 0) or k == iters)
-        m.bar.write(duration_line((time.time() - m.t_estimate) / ESTIMATE_AFTER, self.stop - self.it, evals))
 
 # %% ../nbs/20_train.ipynb #ea3ebe5d
 def train(cfg: Config) -> dict:
@@ -407,8 +428,8 @@ def train(cfg: Config) -> dict:
     with setup(cfg) as run, run.stops.signals:
         while run.it < run.stop:
             run.step()
-            run.estimate()                                          # after the first steps: how long the rest takes here
-            if run.stops.stopping: run.preempt()                          # SIGTERM, SIGUSR1, SIGINT: checkpoint, `Preempted`
+            run.estimate()                                  # after the first steps: how long the rest takes here
+            if run.stops.stopping: run.preempt()            # SIGTERM, SIGUSR1, SIGINT: checkpoint, `Preempted`
             if run.eval_due(): run.evaluate()
             elif run.save_due(): run.save()
         return run.finish()

@@ -16,11 +16,14 @@ __all__ = ['unimatch_step']
 
 # %% ../nbs/18b_unimatch.ipynb #a22fbd6c
 def unimatch_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, trace: Trace|None = None):
-    "UniMatch: L = (L_s + alpha (w_img mean_k L_u(strong view k) + w_fp L_u(feature-perturbed weak view))) / 2; (L, logs, record)."
+    "UniMatch: L = (L_s + alpha (w_img mean_k L_u(x^s_k) + w_fp L_u(x^w_fp))) / 2 (its Eq. 1-2); (L, logs, record)."
     m = state.cfg.method
-    x_l, y_l, out_l, out_w, p_w, src, p_src, r_weak = weak_views(state, lb, ub, g, trace, m.fp_dropout)   # ACP, ACM's sources, p^w
-    views = [strong_mix(state, ub, p_w, src, p_src, g, trace) for _ in range(m.strong_views)]   # (x^s_k, p^s_k, mixed_k, record_k)
-    with section(trace, 'student forward'): out_s = state.student(torch.cat([v[0] for v in views]))['out'].chunk(len(views))
+    # ACP, ACM's sources, p^w
+    x_l, y_l, out_l, out_w, p_w, src, p_src, r_weak = weak_views(state, lb, ub, g, trace, m.fp_dropout)
+    # (x^s_k, p^s_k, mixed_k, record_k)
+    views = [strong_mix(state, ub, p_w, src, p_src, g, trace) for _ in range(m.strong_views)]
+    with section(trace, 'student forward'):
+        out_s = state.student(torch.cat([v[0] for v in views]))['out'].chunk(len(views))
     L_s = supervised_loss(out_l, y_l, state.cfg)                         # Eq. 1
     L_k = [unlabeled_loss(state, o, v[1], g, trace if k == 0 else None) for k, (o, v) in enumerate(zip(out_s, views))]
     L_img = sum(L for L, _ in L_k) / len(views)
@@ -30,14 +33,14 @@ def unimatch_step(state: TrainState, lb: dict, ub: dict, g: torch.Generator, tra
     r_bank = update_bank(state, out_l, y_l, trace)                       # Eq. 3-6: the bank AEL's components read
     passed = (p_w.amax(1) >= m.conf_thresh) & (p_w.amax(1) > 0)
     rec = None
-    if trace is not None:                                            # the first strong view's pictures and AES (ACM's find: the last)
+    if trace is not None:                                            # the first strong view's pictures and AES
         (x_s, p_s, mixed, _), rest = views[0], views[1:]
-        rec = merge_records(r_weak, views[-1][3], L_k[0][1], r_bank,
-                            lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'], ub_index=ub['index'],
-                            p_t=p_w, x_u=x_s, p_u=p_s, cut_mask=mixed, y_hat=pseudo_label(p_s, m.conf_thresh), passed=passed,
-                            pred_u=out_s[0].argmax(1),
+        rec = merge_records(r_weak, views[-1][3], L_k[0][1], r_bank,      # ACM's find: the last view's
+                            lb_image=lb['image'], lb_label=lb['label'], x_l=x_l, ub_image=ub['image'],
+                            ub_index=ub['index'], p_t=p_w, x_u=x_s, p_u=p_s, cut_mask=mixed,
+                            y_hat=pseudo_label(p_s, m.conf_thresh), passed=passed, pred_u=out_s[0].argmax(1),
                             **({'pred_fp': out_w['fp'].argmax(1)} if m.fp_dropout else {}),
                             **({'x_u2': rest[0][0], 'p_u2': rest[0][1], 'cut_mask2': rest[0][2]} if rest else {}))
-    return weak_to_strong_total(state, L_s, L_u), dict(loss_s=L_s.detach(), loss_u=L_u.detach(), loss_img=L_img.detach(),
-                                                   loss_fp=L_fp.detach(),
-                                                   pass_rate=passed.sum() / (p_w.amax(1) > 0).sum().clamp_min(1)), rec
+    logs = dict(loss_s=L_s.detach(), loss_u=L_u.detach(), loss_img=L_img.detach(), loss_fp=L_fp.detach(),
+                pass_rate=passed.sum() / (p_w.amax(1) > 0).sum().clamp_min(1))
+    return weak_to_strong_total(state, L_s, L_u), logs, rec
