@@ -586,6 +586,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'ael_nb.state.read_checkpoint': ('state.html#read_checkpoint', 'ael_nb/state.py'),
                               'ael_nb.state.save_checkpoint': ('state.html#save_checkpoint', 'ael_nb/state.py'),
                               'ael_nb.state.tiny_state': ('state.html#tiny_state', 'ael_nb/state.py'),
+                              'ael_nb.state.upgrade_checkpoint': ('state.html#upgrade_checkpoint', 'ael_nb/state.py'),
                               'ael_nb.state.weights_digest': ('state.html#weights_digest', 'ael_nb/state.py'),
                               'ael_nb.state.write_checkpoint': ('state.html#write_checkpoint', 'ael_nb/state.py')},
             'ael_nb.steps': { 'ael_nb.steps.Trace': ('steps.html#trace', 'ael_nb/steps.py'),
