@@ -134,6 +134,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.config.set_key': ('config.html#set_key', 'ael_nb/config.py'),
                                'ael_nb.config.to_dict': ('config.html#to_dict', 'ael_nb/config.py'),
                                'ael_nb.config.unused': ('config.html#unused', 'ael_nb/config.py'),
+                               'ael_nb.config.upgrade_config': ('config.html#upgrade_config', 'ael_nb/config.py'),
                                'ael_nb.config.valid_keys': ('config.html#valid_keys', 'ael_nb/config.py'),
                                'ael_nb.config.validate': ('config.html#validate', 'ael_nb/config.py'),
                                'ael_nb.config.voc': ('config.html#voc', 'ael_nb/config.py'),
