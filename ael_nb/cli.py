@@ -183,7 +183,7 @@ SETTING_IGNORED = ('preset', 'method.', 'run.', 'eval.interval', 'eval.models', 
 
 def setting_of(config: dict) -> dict:
     "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
-    return flat_settings(config, SETTING_IGNORED)   # a switch added later defaults to the earlier behaviour
+    return flat_settings(config, SETTING_IGNORED)   # in today's form: `ael_nb.config.upgrade_config`
 
 # %% ../nbs/23_cli.ipynb #d38a0002
 def _threads(n) -> str: return f"{n} thread{'' if n == 1 else 's'}"
