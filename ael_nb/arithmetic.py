@@ -69,11 +69,11 @@ def memory_estimate(cfg,                # resolved `Config`
     "Lower-bound GB per GPU (see the text): weights + grads + momentum + teacher, activations scaled from a CPU probe."
     from ael_nb.model import build_model
     b = batch_arithmetic(cfg, gpus, nnodes)
-    mc = cfg.model
+    model_cfg = cfg.model
     with warnings.catch_warnings():              # no weights needed to count bytes
         warnings.simplefilter('ignore')
-        m = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout,
-                        head_channels=mc.head_channels)
+        m = build_model(num_classes, model_cfg.backbone, model_cfg.output_stride, model_cfg.deep_stem, model_cfg.aux,
+                        None, dropout=model_cfg.dropout, head_channels=model_cfg.head_channels)
     n_par = sum(p.numel() for p in m.parameters())
     act = activation_bytes(m, probe, 2) / 2                   # per image at the probe size
     scale = cfg.data.crop_size[0] * cfg.data.crop_size[1] / (probe[0] * probe[1])

@@ -62,33 +62,33 @@ def parse(parser: argparse.ArgumentParser, argv=None) -> argparse.Namespace:
 FLAGS = {'method.name': '--method', 'data.manifest': '--manifest', 'data.root': '--data-root', 'run.out': '--out', 'run.seed': '--seed',
          'run.resume': '--resume', 'run.allow_changes': '--allow-changes'}   # the keys that ael-train's flags set
 
-def config_from_args(a: argparse.Namespace):
+def config_from_args(args: argparse.Namespace):
     "The configuration the command line describes (with --resume: the run's own, `resumed_config`); a given value it would not use is an error."
-    flags = [f'{k}={v}' for k, v in [('method.name', a.method), ('data.manifest', a.manifest), ('data.root', a.data_root),
-                                      ('run.out', a.out), ('run.seed', a.seed)] if v is not None]
-    flags += ['run.resume=true'] * a.resume + ['run.allow_changes=true'] * a.allow_changes
-    given = flags + list(a.overrides)
-    cfg = resumed_config(a, given) if a.resume else get_config(a.preset or 'cpu', a.config, given)
+    flags = [f'{k}={v}' for k, v in [('method.name', args.method), ('data.manifest', args.manifest), ('data.root', args.data_root),
+                                      ('run.out', args.out), ('run.seed', args.seed)] if v is not None]
+    flags += ['run.resume=true'] * args.resume + ['run.allow_changes=true'] * args.allow_changes
+    given = flags + list(args.overrides)
+    cfg = resumed_config(args, given) if args.resume else get_config(args.preset or 'cpu', args.config, given)
     bad = unused(cfg, [o.split('=', 1)[0].strip() for o in given])
     for k, f in FLAGS.items(): bad = [b.replace(f'{k} (', f'{f} ({k}, ', 1) if b.startswith(k + ' ') else b for b in bad]
     if bad: raise ValueError(f"given but not used by this run: {'; '.join(bad)}")
     return cfg
 
-def resumed_config(a: argparse.Namespace, overrides: list[str]) -> Config:
+def resumed_config(args: argparse.Namespace, overrides: list[str]) -> Config:
     "The run's own configuration (`<out>/config.yaml`) with `--config` and `overrides` on top (`setup` refuses changes without --allow-changes)."
     outs = [o.split('=', 1)[1].strip() for o in overrides if o.split('=', 1)[0].strip() == 'run.out']
     if outs: out = outs[-1]
-    else: base = get_preset(a.preset or 'cpu'); out = (load_config(a.config, base) if a.config else base).run.out
+    else: base = get_preset(args.preset or 'cpu'); out = (load_config(args.config, base) if args.config else base).run.out
     saved = Path(out) / 'config.yaml'
     if not saved.is_file(): raise DataError(saved, 'cannot resume: not found (a run writes it when it starts; name the run folder with --out)')
     cfg = load_config(saved)
-    if a.preset is not None and a.preset != cfg.preset:
-        if not a.allow_changes:
-            raise ValueError(f"--preset {a.preset}: the run in {out} started from preset {cfg.preset!r}, and --resume continues it with its "
+    if args.preset is not None and args.preset != cfg.preset:
+        if not args.allow_changes:
+            raise ValueError(f"--preset {args.preset}: the run in {out} started from preset {cfg.preset!r}, and --resume continues it with its "
                              "settings; drop --preset, or accept a new base with --allow-changes")
-        cfg = asked_preset(a.preset)
+        cfg = asked_preset(args.preset)
     cfg.run.allow_changes, cfg.run.stop_at = False, None   # decided by each command, never inherited (a stop_at reached would stop at once)
-    if a.config: cfg = load_config(a.config, base=cfg)
+    if args.config: cfg = load_config(args.config, base=cfg)
     return validate(apply_overrides(cfg, overrides))
 
 # %% ../nbs/23_cli.ipynb #6ec3ea45
@@ -141,17 +141,17 @@ def check_device(name: str, key: str = '--device') -> torch.device:
 
 def ael_train(argv=None):
     "Console script `ael-train`."
-    p = train_parser(); a = parse(p, argv)
-    if a.keys:
-        other = [k for k, v in vars(a).items() if k not in ('keys', 'debug') and v != p.get_default(k) and v != []]
+    p = train_parser(); args = parse(p, argv)
+    if args.keys:
+        other = [k for k, v in vars(args).items() if k not in ('keys', 'debug') and v != p.get_default(k) and v != []]
         if other: p.error(f"--keys lists the configuration keys and uses no other option (given: {', '.join(other)})")
         print('\n'.join(valid_keys())); return 0
     under_launcher()                                                # under torchrun: no rank outlives it (`ael_nb.faults.supervise`)
-    return report_status(guarded('ael-train', a.debug, lambda: _train(a)))
+    return report_status(guarded('ael-train', args.debug, lambda: _train(args)))
 
-def _train(a):
-    cfg = config_from_args(a)
-    if a.show_config:
+def _train(args):
+    cfg = config_from_args(args)
+    if args.show_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
     check_device(cfg.run.device, 'run.device')
     main = is_main() and os.environ.get('RANK', '0') == '0'   # decided now: train() ends the process group, then every rank is "rank 0"
@@ -183,7 +183,7 @@ SETTING_IGNORED = ('preset', 'method.', 'run.', 'eval.interval', 'eval.models', 
 
 def setting_of(config: dict) -> dict:
     "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
-    return flat_settings(config, SETTING_IGNORED)   # a switch added later defaults to the earlier behaviour
+    return flat_settings(config, SETTING_IGNORED)   # in today's form: `ael_nb.config.upgrade_config`
 
 # %% ../nbs/23_cli.ipynb #d38a0002
 def _threads(n) -> str: return f"{n} thread{'' if n == 1 else 's'}"
@@ -412,9 +412,9 @@ def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervis
 positive = arg_type(at_least(1))   # argparse type: an integer >= 1
 MAX_SIZE_HELP = "longest image side predicted; larger images are scaled down and their masks resized back (default: the run's eval.max_size; 0: full size)"
 
-def max_size_of(a: argparse.Namespace, cfg) -> int|None:
+def max_size_of(args: argparse.Namespace, cfg) -> int|None:
     "`--max-size`, else the run's `eval.max_size`; 0 is the full size (None)."
-    return cfg.eval.max_size if a.max_size is None else (a.max_size or None)
+    return cfg.eval.max_size if args.max_size is None else (args.max_size or None)
 
 def eval_parser() -> argparse.ArgumentParser:
     p = Parser(prog='ael-eval', description="Evaluate a checkpoint (per-class IoU, mIoU, head/tail mIoU).")
@@ -435,10 +435,10 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
-def check_protocol(a: argparse.Namespace, protocol: str, window, stride):
+def check_protocol(args: argparse.Namespace, protocol: str, window, stride):
     "Refuse --window/--stride/--crop that `protocol` ignores, and a stride beyond the window (pixels no window covers), as `validate` does for ael-train."
     need = dict(window='sliding', stride='sliding', crop='center')
-    bad = [f"--{k} is used only with --protocol {v}" for k, v in need.items() if getattr(a, k, None) is not None and protocol != v]
+    bad = [f"--{k} is used only with --protocol {v}" for k, v in need.items() if getattr(args, k, None) is not None and protocol != v]
     if bad: raise ValueError(f"{'; '.join(bad)} (the protocol here is {protocol})")
     if protocol == 'sliding' and any(s > w for s, w in zip(stride, window)):
         raise ValueError(f"--stride {' '.join(map(str, stride))} exceeds --window {' '.join(map(str, window))} (the run's eval.stride/eval.window "
@@ -473,36 +473,36 @@ def save_prediction(pred: torch.Tensor, palette, path):
 # %% ../nbs/23_cli.ipynb #77745fc3
 def ael_eval(argv=None):
     "Console script `ael-eval`."
-    a = parse(eval_parser(), argv)
-    return guarded('ael-eval', a.debug, lambda: _eval(a))
+    args = parse(eval_parser(), argv)
+    return guarded('ael-eval', args.debug, lambda: _eval(args))
 
-def _eval(a):
-    if a.json and Path(a.json).is_dir(): raise DataError(a.json, 'is a folder; --json takes a file name')
-    if a.save_dir and Path(a.save_dir).exists() and not Path(a.save_dir).is_dir(): raise DataError(a.save_dir, 'is a file; --save-dir takes a folder')
-    device = check_device(a.device)
-    model, info, cfg, which = load_model(a.checkpoint, a.model, device)
+def _eval(args):
+    if args.json and Path(args.json).is_dir(): raise DataError(args.json, 'is a folder; --json takes a file name')
+    if args.save_dir and Path(args.save_dir).exists() and not Path(args.save_dir).is_dir(): raise DataError(args.save_dir, 'is a file; --save-dir takes a folder')
+    device = check_device(args.device)
+    model, info, cfg, which = load_model(args.checkpoint, args.model, device)
     e = cfg.eval
-    proto, window, stride, crop = a.protocol or e.protocol, tuple(a.window or e.window), tuple(a.stride or e.stride), tuple(a.crop or e.crop)
-    check_protocol(a, proto, window, stride)
-    if a.dataset: cfg.data.dataset = a.dataset
-    if a.data_root: cfg.data.root = a.data_root
-    ds = make_dataset(cfg, a.split or cfg.data.val_split)
-    check_classes(info, ds.info, a.checkpoint)
-    n = len(ds) if a.max_images is None else min(a.max_images, len(ds))
+    proto, window, stride, crop = args.protocol or e.protocol, tuple(args.window or e.window), tuple(args.stride or e.stride), tuple(args.crop or e.crop)
+    check_protocol(args, proto, window, stride)
+    if args.dataset: cfg.data.dataset = args.dataset
+    if args.data_root: cfg.data.root = args.data_root
+    ds = make_dataset(cfg, args.split or cfg.data.val_split)
+    check_classes(info, ds.info, args.checkpoint)
+    n = len(ds) if args.max_images is None else min(args.max_images, len(ds))
     save, names = None, {}
-    if a.save_dir:   # the maps come from the same predictions as the metric; every input is checked before one is written
-        names = output_names(a.save_dir, {i: f"{i.replace('/', '_')}.png" for i in ds.ids[:n]})
+    if args.save_dir:   # the maps come from the same predictions as the metric; every input is checked before one is written
+        names = output_names(args.save_dir, {i: f"{i.replace('/', '_')}.png" for i in ds.ids[:n]})
         ds.subset(ds.ids[:n]).check()
-        save = lambda k, pred: save_prediction(pred, ds.info.palette, Path(a.save_dir) / names[ds.ids[k]])
-    t0, cap = time.time(), max_size_of(a, cfg)
-    cm = evaluate(model, ds, ds.info, proto, window, stride, crop, a.max_images, progress=True, on_prediction=save, max_size=cap)
+        save = lambda k, pred: save_prediction(pred, ds.info.palette, Path(args.save_dir) / names[ds.ids[k]])
+    t0, cap = time.time(), max_size_of(args, cfg)
+    cm = evaluate(model, ds, ds.info, proto, window, stride, crop, args.max_images, progress=True, on_prediction=save, max_size=cap)
     s = cm.summary(ds.info)
-    print(f"{a.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation on {ds.info.name} {a.split or cfg.data.val_split} "
+    print(f"{args.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation on {ds.info.name} {args.split or cfg.data.val_split} "
           f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)\n")
     print(markdown_table(results_table({which: cm}, ds.info)))
     print(f"mIoU {100 * s['miou']:.1f}  head {100 * s['head_miou']:.1f}  tail {100 * s['tail_miou']:.1f}  pixel acc {100 * s['pixel_acc']:.1f}")
-    if a.save_dir: print(f"{len(names)} prediction maps written to {a.save_dir}")
-    if a.json: atomic_write_text(a.json, json.dumps(dict(checkpoint=str(a.checkpoint), model=which, protocol=proto, **s), indent=1))
+    if args.save_dir: print(f"{len(names)} prediction maps written to {args.save_dir}")
+    if args.json: atomic_write_text(args.json, json.dumps(dict(checkpoint=str(args.checkpoint), model=which, protocol=proto, **s), indent=1))
     return 0
 
 # %% ../nbs/23_cli.ipynb #98d274e4
@@ -539,25 +539,25 @@ def predict_inputs(folder, out) -> dict:
 
 def ael_predict(argv=None):
     "Console script `ael-predict`."
-    a = parse(predict_parser(), argv)
-    return guarded('ael-predict', a.debug, lambda: _predict(a))
+    args = parse(predict_parser(), argv)
+    return guarded('ael-predict', args.debug, lambda: _predict(args))
 
-def _predict(a):
-    device = check_device(a.device)
-    model, info, cfg, _ = load_model(a.checkpoint, a.model, device)
-    todo = predict_inputs(a.images, a.out)
-    window, stride = tuple(a.window or cfg.eval.window), tuple(a.stride or cfg.eval.stride)
-    check_protocol(a, a.protocol, window, stride)
+def _predict(args):
+    device = check_device(args.device)
+    model, info, cfg, _ = load_model(args.checkpoint, args.model, device)
+    todo = predict_inputs(args.images, args.out)
+    window, stride = tuple(args.window or cfg.eval.window), tuple(args.stride or cfg.eval.stride)
+    check_protocol(args, args.protocol, window, stride)
     from PIL import Image
-    Path(a.out).mkdir(parents=True, exist_ok=True)
-    if a.overlay: (Path(a.out) / 'overlays').mkdir(exist_ok=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.overlay: (Path(args.out) / 'overlays').mkdir(exist_ok=True)
     written = 0
     with torch.no_grad():
         for f, dst in todo.items():
             img = read_image(f)
-            pred = predict_labels(model, normalize(img)[None].to(device), a.protocol, window, stride, max_size=max_size_of(a, cfg))[0]
+            pred = predict_labels(model, normalize(img)[None].to(device), args.protocol, window, stride, max_size=max_size_of(args, cfg))[0]
             mask = colorize(pred, info.palette)
             Image.fromarray(mask).save(dst); written += 1
-            if a.overlay: Image.fromarray(overlay(img, mask)).save(Path(a.out) / 'overlays' / dst.name)
-    print(f"{written} masks written to {a.out}" + (f", overlays to {Path(a.out) / 'overlays'}" if a.overlay else ''))
+            if args.overlay: Image.fromarray(overlay(img, mask)).save(Path(args.out) / 'overlays' / dst.name)
+    print(f"{written} masks written to {args.out}" + (f", overlays to {Path(args.out) / 'overlays'}" if args.overlay else ''))
     return 0

@@ -20,14 +20,15 @@ __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WH
            'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'framework',
            'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu',
            'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
-           'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
-           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
+           'upgrade_config', 'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong',
+           'check_classes', 'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
 class DataConfig:
     "Where the images come from and how one training batch is built."
-    dataset: str = 'cityscapes'             # a name in `ael_nb.registry.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
+    # a name in `ael_nb.registry.DATASETS` ('synthetic' needs no files; 'folder': your own, `ael_nb.folder`)
+    dataset: str = 'cityscapes'
     root: str|None = None                   # dataset root folder (None: the dataset's default / not needed)
     manifest: str|None = None               # labeled/unlabeled split file (`ael_nb.manifests`); None: draw `fraction`
     fraction: float = 1/16                  # labeled fraction drawn with `run.seed` when no manifest is given
@@ -41,11 +42,13 @@ class DataConfig:
     num_workers: int|Literal['auto'] = 'auto'  # DataLoader workers per loader (2 per rank); auto: by device
     pin_memory: bool|Literal['auto'] = 'auto'  # page-locked batches, copied to the GPU asynchronously; auto: on CUDA
     prefetch_factor: int|Literal['auto'] = 'auto'  # batches each worker loads ahead; auto: 4 on CUDA, else torch's 2
-    acm_prefetch: bool = True               # load the next step's adaptive-CutMix sources in a background thread (same numbers)
+    # load the next step's adaptive-CutMix sources in a background thread (same numbers)
+    acm_prefetch: bool = True
     synthetic_n: int|None = None            # synthetic only: number of training scenes (None: its default)
     synthetic_size: tuple[int, int] = (96, 128)  # synthetic only: scene size (h, w)
     check: bool = True                      # scan every file before training (`dataset.check()`, manifest verify)
 
+# %% ../nbs/14_config.ipynb #209d0757
 @dataclass
 class ModelConfig:
     "DeepLabv3+ (`ael_nb.model.build_model`)."
@@ -54,14 +57,19 @@ class ModelConfig:
     deep_stem: bool = True                  # three 3x3 stem convolutions (the authors' 'resnet101c')
     aux: bool = True                        # auxiliary head on layer3 (authors' code)
     aux_weight: float = 0.4                 # weight of the auxiliary loss
-    pretrained: str|None = None             # 'imagenet' (torchvision's), 'auto' (ImageNet if at hand, else from scratch), a checkpoint path, or none
+    # 'imagenet' (torchvision's), 'auto' (ImageNet if at hand, else from scratch), a checkpoint path, or none
+    pretrained: str|None = None
     dropout: float = 0.1                    # dropout before the classifier
     head_channels: int = 256                # channels of the ASPP and the decoder (DeepLabv3+ and the paper: 256)
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
-    checkpointing: bool = False             # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward per step)
-    channels_last: bool|Literal['auto'] = False  # NHWC memory format (faster convolutions; same numbers up to rounding, dropout masks aside); auto: on CUDA, and on a CPU under bf16 (`ael_nb.core.resolve_channels_last`)
+    # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward a step)
+    checkpointing: bool = False
+    # NHWC memory format (faster convolutions; same numbers up to rounding, dropout masks aside); auto: on CUDA, and
+    # on a CPU under bf16 (`ael_nb.core.resolve_channels_last`)
+    channels_last: bool|Literal['auto'] = False
     compile: bool = False                   # torch.compile student and teacher (CPU: 1.18x, too late to pay)
 
+# %% ../nbs/14_config.ipynb #0eed3060
 @dataclass
 class OptimConfig:
     "SGD with the poly schedule (Sec. 4.1)."
@@ -73,42 +81,41 @@ class OptimConfig:
     poly_power: float = 0.9                 # lr x (1 - it/iters)^power
     warmup_iters: int = 0                   # linear warm-up steps before the poly schedule
     accum_steps: int = 1                    # micro-batches accumulated per optimiser step
-    amp: Literal['none', 'bf16', 'fp16', 'auto'] = 'none'  # autocast dtype; fp16 (CUDA only) adds a GradScaler; auto: bf16 where native (`ael_nb.core.resolve_amp`), else none
+    # autocast dtype; fp16 (CUDA only) adds a GradScaler; auto: bf16 where native (`ael_nb.core.resolve_amp`), else none
+    amp: Literal['none', 'bf16', 'fp16', 'auto'] = 'none'
     sup_loss: Literal['ce', 'ohem'] = 'ohem'  # supervised loss (authors' code: OHEM)
     ohem_thresh: float = 0.7
     ohem_min_kept: int = 100000             # per batch, as in the authors' code
-    loss_per_rank: bool = False             # divide the loss by the number of ranks, as the authors' code does: with DDP's
-                                            # gradient averaging the effective lr is lr / world size and weight decay x world size
+    # divide the loss by the number of ranks, as the authors' code does: with DDP's gradient averaging the effective
+    # lr is lr / world size and weight decay x world size
+    loss_per_rank: bool = False
 
+# %% ../nbs/14_config.ipynb #9eb09e9e
 @dataclass
 class MethodConfig:
     "The semi-supervised method and every switch of the ablations (Tables 5-10)."
     framework = None                        # not a key: `resolved` sets it on its copy (`framework(m)`)
     name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'] = 'ael'
     base: Literal['cutmix', 'fixmatch', 'unimatch'] = 'cutmix'  # the basic framework under name='ael' (paper: cutmix)
-    alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10); paper 1.0; from scratch, 0.5 holds the head classes at 1600 steps (bench/RESULTS.md)
-    alpha_rampup: int = 0                   # steps over which alpha rises from 0 (sigmoid ramp); 0 = full alpha from step 0 (paper)
+    alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10; above)
+    alpha_rampup: int = 0                   # steps over which alpha rises from 0 (sigmoid ramp); 0: from step 0
     ema_decay: float = 0.99                 # teacher EMA: min(1 - 1/(it+1), decay)
     ema_buffers: Literal['ema', 'copy'] = 'ema'  # BN statistics of the teacher: averaged or copied
-    pl_threshold: float = 0.0               # pseudo-labels below this teacher confidence are ignored (code: 0 / VOC 0.7)
+    pl_threshold: float = 0.0               # a pseudo-label below this teacher confidence is ignored (code: 0; VOC 0.7)
     unsup_per_image: bool = True            # Eq. 11 normalised per image (paper) or over the batch
-    # AEL components (Table 5), on any basic framework (cutmix, fixmatch, unimatch); all False = the basic framework
-    # None: on under name='ael', off under the basic frameworks (`resolved` fills them in)
+    # AEL's components (Table 5; None: follows `name`, above)
     dr: bool|None = None                    # dynamic re-weighting (Eq. 10-11)
     aes: bool|None = None                   # adaptive equalization sampling (Eq. 8-9)
     acm: bool|None = None                   # adaptive CutMix (Eq. 7); off = plain CutMix
     acp: bool|None = None                   # adaptive Copy-Paste on labeled images
-    # weak-to-strong frameworks (fixmatch, unimatch: nbs/18a, 18b); defaults: UniMatch's code (LiheYoung/UniMatch@7292bac)
-    teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views: the EMA teacher (the kit), or the student
-                                            # itself under stop-gradient (FixMatch, UniMatch)
-    conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this (UniMatch: 0.95)
+    # weak-to-strong frameworks (fixmatch, unimatch); defaults: UniMatch's code
+    teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views (above)
+    conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this
     strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch: 1)
-    fp_dropout: float = 0.5                 # unimatch: Dropout2d rate on the weak view's encoder features (0: no stream)
-    unimatch_weights: tuple[float, float] = (0.5, 0.5)  # unimatch: weights of the image-level (mean over strong views)
-                                            # and the feature-level losses
+    fp_dropout: float = 0.5                 # unimatch: Dropout2d on the weak view's encoder features (0: no stream)
+    unimatch_weights: tuple[float, float] = (0.5, 0.5)  # unimatch: image- and feature-level loss weights
     halve_loss: bool = True                 # fixmatch/unimatch: (L_s + L_u) / 2 as their code does; false: L_s + L_u
-    jitter: tuple[float, float, float, float] = (0.5, 0.5, 0.5, 0.25)  # strong view: colour jitter (brightness,
-                                            # contrast, saturation, hue)
+    jitter: tuple[float, float, float, float] = (0.5, 0.5, 0.5, 0.25)  # strong view: colour jitter (above)
     jitter_prob: float = 0.8                # strong view: probability of the colour jitter
     gray_prob: float = 0.2                  # strong view: probability of grayscale
     blur_prob: float = 0.5                  # strong view: probability of a Gaussian blur, sigma ~ U(blur_sigma)
@@ -133,21 +140,22 @@ class MethodConfig:
     cp_scale: tuple[float, float] = (0.1, 2.0)  # ACP: large-scale jittering of the source
     cp_sqrt: bool = False                   # ACP: softmax(sqrt(1-conf)) as in the authors' code
     cp_exclude: tuple[int, ...] = ()        # class ids never pasted
-    acm_stride: int = 4                     # ACM: find class regions on 4x4 cells (the network's output resolution; 0.24% of a paper-scale step); 1 = per pixel (authors)
-    acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image); None: r_star (authors' Cityscapes code: table 0.01, regions 0.005)
-    acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' arrangement, half the unlabeled batch are targets and ACM's sources take the other half's place
+    acm_stride: int = 4                     # ACM: find class regions on 4x4 cells; 1 = per pixel (authors; above)
+    acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image; above)
+    acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' targets and sources (above)
     # the authors' code, where it differs from the paper's text (all switches; `AUTHORS` sets them)
-    student_forward: Literal['joint', 'separate'] = 'joint'  # one student forward on labeled + unlabeled images, or two (authors: BN statistics per batch)
-    teacher_mode: Literal['eval', 'train'] = 'eval'  # the teacher predicts in eval mode, or in train mode (authors: dropout on, batch statistics)
-    labeled_unsup: bool = False             # also apply the DR + AES weighted unsupervised loss to the labeled images against teacher pseudo-labels (authors)
+    student_forward: Literal['joint', 'separate'] = 'joint'  # one student forward, or two (authors; above)
+    teacher_mode: Literal['eval', 'train'] = 'eval'  # the teacher predicts in eval mode, or in train mode (authors)
+    labeled_unsup: bool = False             # the weighted unsupervised loss on labeled images too (authors; above)
     aes_bank: Literal['before', 'after'] = 'before'  # AES reads Conf as the step began, or after its update (authors)
     aes_draw: Literal['pixel', 'class'] = 'pixel'  # AES keep draw per pixel (Eq. 9), or per class map (authors)
-    unsup_denominator: Literal['labeled', 'all'] = 'labeled'  # Eq. 11 sums weights of labeled pixels, or all (authors)
+    unsup_denominator: Literal['labeled', 'all'] = 'labeled'  # Eq. 11 sums labeled pixels' weights, or all (authors)
     table_rule: Literal['share', 'authors'] = 'share'  # ACM table: share > r*, or count >= r* W^2 (authors)
     acm_full: Literal['region', 'fallback'] = 'region'  # a source all of the class: its region, or a box (authors)
     box_position: Literal['uniform', 'round'] = 'uniform'  # ACM fallback box offset: uniform, or rounded (authors)
     cp_choice: Literal['present', 'batch'] = 'present'  # ACP: K classes per source, or K draws per batch (authors)
 
+# %% ../nbs/14_config.ipynb #207757a9
 @dataclass
 class EvalConfig:
     "How the validation set is predicted (single scale, Sec. 4.1)."
@@ -159,9 +167,11 @@ class EvalConfig:
     models: tuple[str, ...] = ('teacher', 'student')  # which models to evaluate
     select: Literal['teacher', 'student'] = 'teacher'  # whose mIoU picks best.pth
     max_images: int|None = None             # evaluate the first n validation images only
-    max_size: int|None = None               # longest side predicted: larger images scaled down, labels resized back (None: full size)
+    # longest side predicted: larger images scaled down, labels resized back (None: full size)
+    max_size: int|None = None
     num_workers: int = 2
 
+# %% ../nbs/14_config.ipynb #e965f64c
 @dataclass
 class RunConfig:
     "Where results go, seeds, logging."
@@ -169,23 +179,33 @@ class RunConfig:
     seed: int = 0                           # fixes the split draw, sampling, augmentation and initialisation
     device: str = 'auto'                    # 'auto' (CUDA if present), 'cpu', 'cuda', 'cuda:1'
     resume: bool = False                    # continue from `<out>/latest.pth` with the settings of `<out>/config.yaml`
-    allow_changes: bool = False             # with resume: accept settings that differ from config.yaml (logged in metrics.jsonl)
-    keep_previous: bool = True              # keep the checkpoint that latest.pth replaces as previous.pth (one more file on disk)
+    # with resume: accept settings that differ from config.yaml (logged in metrics.jsonl)
+    allow_changes: bool = False
+    # keep the checkpoint that latest.pth replaces as previous.pth (one more file on disk)
+    keep_previous: bool = True
     stop_at: int|None = None                # stop after this step (the schedule still runs to `optim.iters`)
     log_interval: int = 20                  # steps between metrics.jsonl lines
     tensorboard: bool = True
     plots: bool = True                      # PNG plots in the run directory at the end
     progress: bool = True                   # tqdm progress bar
     threads: int|None = None                # torch.set_num_threads (None: leave as is)
-    trace_interval: int = 0                 # keep a trace of every n-th step in <out>/traces (0: none; `ael_nb.runlog.save_trace`)
+    # keep a trace of every n-th step in <out>/traces (0: none; `ael_nb.runlog.save_trace`)
+    trace_interval: int = 0
     trace_images: int = 2                   # labeled and unlabeled images kept per trace
-    checkpoint_interval: int = 0            # steps between writes of latest.pth besides evaluations (0: only at evaluations, stops, signals)
-    checkpoint_minutes: float = 10.0        # also write latest.pth when this many minutes passed since the last write (0: never)
-    on_nonfinite: Literal['stop', 'skip'] = 'stop'  # a NaN/inf loss: stop (raise `Diverged`, nothing saved) or skip that step's update
-    max_skipped: int = 10                   # with on_nonfinite='skip': consecutive skipped steps before the run stops as diverged
-    overwrite: bool = False                 # replace another run's results in `out` (else a non-empty `out` is refused unless `resume`)
+    # steps between writes of latest.pth besides evaluations (0: only at evaluations, stops, signals)
+    checkpoint_interval: int = 0
+    # also write latest.pth when this many minutes passed since the last write (0: never)
+    checkpoint_minutes: float = 10.0
+    # a NaN/inf loss: stop (raise `Diverged`, nothing saved) or skip that step's update
+    on_nonfinite: Literal['stop', 'skip'] = 'stop'
+    # with on_nonfinite='skip': consecutive skipped steps before the run stops as diverged
+    max_skipped: int = 10
+    # replace another run's results in `out` (else a non-empty `out` is refused unless `resume`)
+    overwrite: bool = False
     cudnn_benchmark: bool = False           # CUDA: cuDNN times each convolution's algorithms once, keeps the fastest
-    deterministic: bool = False             # GPU: the same seed and settings give the same weights on the same GPU type and software (`ael_nb.core.set_deterministic`); the CPU always does
+    # GPU: the same seed and settings give the same weights on the same GPU type and software
+    # (`ael_nb.core.set_deterministic`); the CPU always does
+    deterministic: bool = False
 
 # %% ../nbs/14_config.ipynb #22dd97e3
 @dataclass
@@ -536,6 +556,14 @@ def get_preset(name: str) -> Config:
     "The named preset, `resolved` and validated: a fresh copy a run can use as it is."
     return validate(resolved(asked_preset(name)))
 
+# %% ../nbs/14_config.ipynb #2da16161
+def upgrade_config(d: dict|None) -> dict:
+    "A stored configuration (nested dict) in today's form: every key it predates at its default."
+    def merge(default: dict, stored: dict) -> dict:
+        return default | {k: merge(default[k], v) if isinstance(v, dict) and isinstance(default.get(k), dict) else v
+                          for k, v in stored.items()}
+    return merge(to_dict(Config()), d or {})
+
 # %% ../nbs/14_config.ipynb #5c22ff3d
 def _yaml_keys(node, path: str = ''):
     "(dotted key, line) of every key in a YAML mapping node and the mappings nested in it (`a.b`, `a[2].b` in a list)."
@@ -637,9 +665,8 @@ def _ignored(key: str, ignore) -> bool:
 
 def flat_settings(cfg, ignore=()) -> dict:
     "Dotted key -> value of a `Config` or a nested dict (a key it predates at its default), less `ignore`'s keys."
-    d = to_dict(cfg) if is_dataclass(cfg) else (cfg or {})
-    full = dict(flat_items(to_dict(Config()))) | dict(flat_items(d))
-    return {k: v for k, v in full.items() if not _ignored(k, ignore)}
+    d = to_dict(cfg) if is_dataclass(cfg) else upgrade_config(cfg)
+    return {k: v for k, v in flat_items(d) if not _ignored(k, ignore)}
 
 def config_diff(old, new, ignore=()) -> dict[str, tuple]:
     "{key: (old value, new value)} where `new` differs from `old` (`Config`s or nested dicts), less `ignore`'s keys."

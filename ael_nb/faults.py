@@ -119,7 +119,8 @@ def under_launcher():
     "A training process under torchrun: end with its launcher (`die_with_parent`); tell `supervise` its process id."
     if not os.environ.get('TORCHELASTIC_RUN_ID'): return
     die_with_parent()
-    if (d := _status_dir()) is not None: atomic_write_text(Path(d, f"{os.environ.get('RANK', '0')}.pid"), str(os.getpid()))
+    if (d := _status_dir()) is not None:
+        atomic_write_text(Path(d, f"{os.environ.get('RANK', '0')}.pid"), str(os.getpid()))
 
 # %% ../nbs/21_faults.ipynb #7ab8496f
 def report_status(code: int) -> int:
@@ -170,23 +171,25 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
     status = Path(tempfile.mkdtemp(prefix='ael-status-'))
     env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1',
                AEL_STATUS_DIR=str(status))
-    p = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
-    def forward(signum, frame):          # to each training process (and its loader workers, which ignore it)
+    launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
+    def forward(signum, frame):
         sig = signal.SIGTERM if signum == signal.SIGHUP else signum
         pids = [int(f.read_text()) for f in status.glob('*.pid')]
-        for pid in pids or ([p.pid] if p.poll() is None else []):   # none started yet: torchrun passes it on
+        for pid in pids or ([launcher.pid] if launcher.poll() is None else []):
             try: os.killpg(pid, sig) if pids else os.kill(pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError): pass
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
     try:
-        rc = p.wait()
-        late = wait_for_ranks(status, wait_s)   # torchrun can end before its ranks (killed, or a signal it does not handle)
-        unsaved = [r for r in late if not (status / str(r)).exists()]   # a rank reports its status after its checkpoint
-        if late: print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; "
-                       + (f"the stop checkpoint of rank {', '.join(map(str, unsaved))} may be incomplete (the previous "
-                          "latest.pth stays whole)" if unsaved else "every rank reported its checkpoint written"), file=sys.stderr)
+        rc = launcher.wait()
+        late = wait_for_ranks(status, wait_s)
+        unsaved = [r for r in late if not (status / str(r)).exists()]
+        if late:
+            saved = (f"the stop checkpoint of rank {', '.join(map(str, unsaved))} may be incomplete (the previous "
+                     "latest.pth stays whole)" if unsaved else "every rank reported its checkpoint written")
+            print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; "
+                  f"{saved}", file=sys.stderr)
     finally:
         for s, h in old.items(): signal.signal(s, h)
         codes = [int(f.read_text() or -1) for f in status.iterdir() if f.name.isdigit()]
@@ -210,7 +213,7 @@ def config_changes(cfg: Config, out) -> list[str]:
     "'key: old -> new' for each setting of `cfg` (outside `RESUME_FREE`) that differs from `<out>/config.yaml`, if any."
     p = Path(out) / 'config.yaml'
     if not p.is_file(): return []
-    return [f"{k}: {a!r} -> {b!r}" for k, (a, b) in config_diff(load_config(p), cfg, RESUME_FREE).items()]
+    return [f"{k}: {stored!r} -> {now!r}" for k, (stored, now) in config_diff(load_config(p), cfg, RESUME_FREE).items()]
 
 # %% ../nbs/21_faults.ipynb #0bbb1364
 def check_resume(cfg: Config, out) -> list[str]:
@@ -232,8 +235,9 @@ class SaveSchedule:
     def saved(self): self.last = time.time()
 
 # %% ../nbs/21_faults.ipynb #9c7e3d82
-RUN_FILES = ('config.yaml', 'manifest.json', 'latest.pth', 'previous.pth', 'best.pth', 'metrics.jsonl', 'summary.json', 'per_class.csv',
-             'per_class.md', 'iou.png', 'conf_bank.png', 'tb', 'traces')   # what a run writes (run.overwrite: removed)
+# what a run writes (run.overwrite removes it)
+RUN_FILES = ('config.yaml', 'manifest.json', 'latest.pth', 'previous.pth', 'best.pth', 'metrics.jsonl', 'summary.json',
+             'per_class.csv', 'per_class.md', 'iou.png', 'conf_bank.png', 'tb', 'traces')
 
 def partial_writes(out) -> list[Path]:
     "Hidden `.*.tmp` files in `out` and `out/traces`: atomic writes that a killed process never finished."
@@ -260,41 +264,41 @@ class RunLock:
         try: return json.loads(self.path.read_text())
         except (OSError, ValueError): return None      # vanished, or being written right now
 
-    def _live(self, o: dict, age: float) -> bool:
-        if o.get('host') != socket.gethostname(): return age < self.STALE_S      # cannot see its process: its heartbeat
-        if o.get('pid') == os.getpid(): return str(self.path.resolve()) in _HELD # same pid: a restarted container or us
-        return _alive(o.get('pid', -1))
+    def _live(self, owner: dict, age: float) -> bool:
+        if owner.get('host') != socket.gethostname(): return age < self.STALE_S      # its heartbeat: no process to see
+        if owner.get('pid') == os.getpid(): return str(self.path.resolve()) in _HELD # a restarted container, or us
+        return _alive(owner.get('pid', -1))
 
 # %% ../nbs/21_faults.ipynb #fcb5fe42
-@patch
-def acquire(self: RunLock) -> RunLock:
-    "Take the lock (a dead owner's is taken over) and start refreshing it; a live owner's raises `DataError`."
-    self.path.parent.mkdir(parents=True, exist_ok=True)
-    me = dict(host=socket.gethostname(), pid=os.getpid())
-    for _ in range(3):
-        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            o, age = self._owner(), time.time() - self.path.stat().st_mtime
-            if o is None and age < 10: time.sleep(0.5); continue
-            if o is not None and self._live(o, age):
-                who = ('this process (a Run not closed: run.close())' if o == me
-                       else f"process {o.get('pid')} on {o.get('host')}")
-                raise DataError(self.path.parent,
-                                f"in use by {who}; wait for it, or delete {self.path} if that run is dead")
-            self.took_over = o; self.path.unlink(missing_ok=True); continue
-        with os.fdopen(fd, 'w') as f: f.write(json.dumps(me))
-        self.held = True; _HELD.add(str(self.path.resolve()))
-        threading.Thread(target=self._beat, daemon=True, name='run-lock').start()
-        return self
-    raise DataError(self.path, 'cannot take the lock of the run folder')
-
-# %% ../nbs/21_faults.ipynb #c606c928
 @patch
 def _beat(self: RunLock):
     while not self._stop.wait(self.beat_s):
         try: os.utime(self.path)
         except OSError: pass
 
+@patch
+def acquire(self: RunLock) -> RunLock:
+    "Take the lock (a dead owner's is taken over) and start refreshing it; a live owner's raises `DataError`."
+    self.path.parent.mkdir(parents=True, exist_ok=True)
+    this_process = dict(host=socket.gethostname(), pid=os.getpid())
+    for _ in range(3):
+        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner, age = self._owner(), time.time() - self.path.stat().st_mtime
+            if owner is None and age < 10: time.sleep(0.5); continue
+            if owner is not None and self._live(owner, age):
+                who = ('this process (a Run not closed: run.close())' if owner == this_process
+                       else f"process {owner.get('pid')} on {owner.get('host')}")
+                raise DataError(self.path.parent,
+                                f"in use by {who}; wait for it, or delete {self.path} if that run is dead")
+            self.took_over = owner; self.path.unlink(missing_ok=True); continue
+        with os.fdopen(fd, 'w') as f: f.write(json.dumps(this_process))
+        self.held = True; _HELD.add(str(self.path.resolve()))
+        threading.Thread(target=self._beat, daemon=True, name='run-lock').start()
+        return self
+    raise DataError(self.path, 'cannot take the lock of the run folder')
+
+# %% ../nbs/21_faults.ipynb #c606c928
 @patch
 def release(self: RunLock):
     "Stop refreshing and remove the lock file (if this lock holds it)."

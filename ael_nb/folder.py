@@ -369,20 +369,20 @@ def _parser():
 
 def ael_data(argv=None) -> int:
     "Console script `ael-data check ROOT`: 0 when the folder is fit to train on, 1 with one line per bad input."
-    a = _parser().parse_args(argv)
-    r, plot = check_folder(a.root), a.plot or (a.report and Path(a.report).with_suffix('.png'))
+    args = _parser().parse_args(argv)
+    r, plot = check_folder(args.root), args.plot or (args.report and Path(args.report).with_suffix('.png'))
     out = [] if r['info'] is None else [class_table(r['counts'], r['info'], r['ids']).to_string(index=False)]
     if r['info'] is not None and plot:
         plot_class_histogram(r['counts'], r['info'], plot,
-                             f'{Path(a.root).name}: labeled pixels per class (tail hatched)')
+                             f'{Path(args.root).name}: labeled pixels per class (tail hatched)')
         out.append(f'class histogram: {plot}')
-    verdict = (f'ael-data: {len(r["problems"])} bad inputs in {a.root}; ael-train refuses this folder until they are '
-               'fixed'
-               if r['problems'] else f'{a.root}: fit to train on (data.dataset=folder data.root={a.root})')
+    verdict = (f'ael-data: {len(r["problems"])} bad inputs in {args.root}; '
+               'ael-train refuses this folder until they are fixed'
+               if r['problems'] else f'{args.root}: fit to train on (data.dataset=folder data.root={args.root})')
     for line in out + r['notes']: print(line)
     for line in r['problems']: print(line, file=sys.stderr)
     print(verdict, file=sys.stderr if r['problems'] else sys.stdout)
-    if a.report:
-        Path(a.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.report).write_text('\n'.join(out + r['notes'] + r['problems'] + [verdict]) + '\n')
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text('\n'.join(out + r['notes'] + r['problems'] + [verdict]) + '\n')
     return 1 if r['problems'] else 0

@@ -236,57 +236,57 @@ def launch_parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/25_launch.ipynb #ac3f1c1d
-def check_launch(a: argparse.Namespace, argv: list[str]):
+def check_launch(args: argparse.Namespace, argv: list[str]):
     "Refuse options this launch would ignore and values that cannot work together, naming the options."
     given = lambda o: any(x == o or x.startswith(o + '=') for x in argv)
     slurm_only = [o for o in ('--time', '--signal-secs', '--partition', '--account', '--job-name') if given(o)]
-    if slurm_only and not a.slurm: raise ValueError(f"{', '.join(slurm_only)}: used only with --slurm (a batch script)")
-    if a.slurm:
+    if slurm_only and not args.slurm: raise ValueError(f"{', '.join(slurm_only)}: used only with --slurm (a batch script)")
+    if args.slurm:
         ignored = [o for o in ('--rdzv-endpoint', '--node-rank', '--rdzv-id') if given(o)]
         if ignored:
             raise ValueError(f"{', '.join(ignored)}: the SLURM script finds its nodes itself; drop them with --slurm")
-        if Path(a.slurm).is_dir():
-            raise DataError(a.slurm, 'is a folder; --slurm takes a file name for the batch script')
-        parent = next(q for q in Path(a.slurm).absolute().parents if q.exists())
+        if Path(args.slurm).is_dir():
+            raise DataError(args.slurm, 'is a folder; --slurm takes a file name for the batch script')
+        parent = next(q for q in Path(args.slurm).absolute().parents if q.exists())
         if not (parent.is_dir() and os.access(parent, os.W_OK)):
-            raise DataError(parent, f'not writable; --slurm {a.slurm} cannot be written')
-        if slurm_seconds(a.time or '24:00:00') <= (a.signal_secs or 600):
-            raise ValueError(f"--signal-secs {a.signal_secs or 600} must be shorter than --time {a.time or '24:00:00'}")
-    elif a.nnodes == 1:
+            raise DataError(parent, f'not writable; --slurm {args.slurm} cannot be written')
+        if slurm_seconds(args.time or '24:00:00') <= (args.signal_secs or 600):
+            raise ValueError(f"--signal-secs {args.signal_secs or 600} must be shorter than --time {args.time or '24:00:00'}")
+    elif args.nnodes == 1:
         ignored = [o for o in ('--rdzv-endpoint', '--node-rank', '--rdzv-id') if given(o)]
         if ignored: raise ValueError(f"{', '.join(ignored)}: used only with --nnodes > 1")
-    elif a.node_rank is not None and given('--rdzv-id'):
+    elif args.node_rank is not None and given('--rdzv-id'):
         raise ValueError('--rdzv-id: used only with the c10d rendezvous (without --node-rank)')
-    if Path(a.out_root).exists() and not Path(a.out_root).is_dir():
-        raise DataError(a.out_root, 'is a file; --out-root takes a folder')
+    if Path(args.out_root).exists() and not Path(args.out_root).is_dir():
+        raise DataError(args.out_root, 'is a file; --out-root takes a folder')
 
 # %% ../nbs/25_launch.ipynb #1ebd0f88
 def ael_launch(argv=None) -> int:
     "Console script `ael-launch`; returns the exit status (a failed run's own status, 75 when the runs checkpointed for a requeue)."
     argv = sys.argv[1:] if argv is None else [str(x) for x in argv]
-    a = launch_parser().parse_args(argv)
+    args = launch_parser().parse_args(argv)
     try:
-        check_launch(a, argv)
-        runs = plan_runs(a.preset, a.manifest, a.folds, a.seeds, a.data_root, a.out_root, a.overrides)
+        check_launch(args, argv)
+        runs = plan_runs(args.preset, args.manifest, args.folds, args.seeds, args.data_root, args.out_root, args.overrides)
         for r in runs: resolve(r['argv'])           # a bad key or value stops here, before anything starts
-        cmds = [torchrun_argv(r['argv'], a.gpus, a.nnodes, a.rdzv_endpoint, a.node_rank, a.rdzv_id or 'ael') for r in runs]
-        if a.slurm:
-            job = SlurmJob(a.gpus, a.nnodes, a.time or '24:00:00', a.signal_secs or 600, a.job_name or 'ael', a.partition,
-                           a.account)
+        cmds = [torchrun_argv(r['argv'], args.gpus, args.nnodes, args.rdzv_endpoint, args.node_rank, args.rdzv_id or 'ael') for r in runs]
+        if args.slurm:
+            job = SlurmJob(args.gpus, args.nnodes, args.time or '24:00:00', args.signal_secs or 600, args.job_name or 'ael', args.partition,
+                           args.account)
             text = slurm_script(runs, job)
-            if not a.dry_run:
-                try: Path(a.slurm).parent.mkdir(parents=True, exist_ok=True); atomic_write_text(a.slurm, text)
-                except OSError as e: raise DataError(a.slurm, f'cannot be written ({e.strerror or e})') from None
+            if not args.dry_run:
+                try: Path(args.slurm).parent.mkdir(parents=True, exist_ok=True); atomic_write_text(args.slurm, text)
+                except OSError as e: raise DataError(args.slurm, f'cannot be written ({e.strerror or e})') from None
     except (ValueError, KeyError, FileNotFoundError) as e:
-        if a.debug: raise
+        if args.debug: raise
         print(f"ael-launch: error: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr); return 2
-    if a.slurm:
-        print(text if a.dry_run else f"wrote {a.slurm} ({len(runs)} array tasks); submit with: sbatch {a.slurm}")
+    if args.slurm:
+        print(text if args.dry_run else f"wrote {args.slurm} ({len(runs)} array tasks); submit with: sbatch {args.slurm}")
         return 0
     for r, c in zip(runs, cmds):
         print(shlex.join(c), flush=True)
-        if a.dry_run: continue
-        rc = supervise(c, a.gpus)                   # stop signals reach every rank; 75 when they checkpointed for a requeue
+        if args.dry_run: continue
+        rc = supervise(c, args.gpus)                   # stop signals reach every rank; 75 when they checkpointed for a requeue
         if rc: print(f"ael-launch: run {r['out']} exited with status {rc}; stopping", file=sys.stderr); return rc
     return 0
 

@@ -500,47 +500,48 @@ def _write(m: Manifest, out, force: bool) -> str:
     save_manifest(m, path)
     return f'wrote {path}'
 
+
 # %% ../nbs/10_manifests.ipynb #ac294d9f
-def _make(a) -> list[str]:
-    check_dataset_name(a.dataset); a.split = a.split or default_split(a.dataset)
-    ds = get_dataset(a.dataset, a.root, a.split)
+def _make(args) -> list[str]:
+    check_dataset_name(args.dataset); args.split = args.split or default_split(args.dataset)
+    ds = get_dataset(args.dataset, args.root, args.split)
     labeled_ids = ds.labeled_ids
-    if a.pool:
-        pool = set(get_dataset(a.dataset, a.root, a.pool).ids)
+    if args.pool:
+        pool = set(get_dataset(args.dataset, args.root, args.pool).ids)
         labeled_ids = [i for i in labeled_ids if i in pool]
-    if not labeled_ids: raise DataError(ds.root or a.dataset, f'{ds!r} has no labeled images to draw from')
+    if not labeled_ids: raise DataError(ds.root or args.dataset, f'{ds!r} has no labeled images to draw from')
     out = []
-    for spec in (a.fraction or a.count):
-        for fold in a.folds:
-            cmd = f'ael-splits make {a.dataset} --split {a.split}' + (f' --pool {a.pool}' if a.pool else '') + \
-                  (f' --draw {a.draw}' if a.draw != 'labeled' else '') + \
-                  (f' --fraction {spec}' if a.fraction else f' --count {spec}') + f' --folds {fold} --seed {a.seed}'
-            m = make_manifest(a.dataset, labeled_ids, fraction=spec if a.fraction else None,
-                              count=None if a.fraction else spec,
-                              fold=fold, seed=a.seed, split=a.split, unlabeled_ids=ds.ids, drawn=a.draw,
+    for spec in (args.fraction or args.count):
+        for fold in args.folds:
+            cmd = f'ael-splits make {args.dataset} --split {args.split}' + (f' --pool {args.pool}' if args.pool else '') + \
+                  (f' --draw {args.draw}' if args.draw != 'labeled' else '') + \
+                  (f' --fraction {spec}' if args.fraction else f' --count {spec}') + f' --folds {fold} --seed {args.seed}'
+            m = make_manifest(args.dataset, labeled_ids, fraction=spec if args.fraction else None,
+                              count=None if args.fraction else spec,
+                              fold=fold, seed=args.seed, split=args.split, unlabeled_ids=ds.ids, drawn=args.draw,
                               provenance=dict(command=cmd))
             verify_manifest(m, ds)
-            out.append(_write(m, a.out, a.force))
+            out.append(_write(m, args.out, args.force))
     return out
 
 # %% ../nbs/10_manifests.ipynb #4c981d0b
-def _import(a) -> list[str]:
-    check_dataset_name(a.dataset); refuse_unlabeled_name(a.path); split = a.split or default_split(a.dataset)
-    needs_pool = a.format in ('u2pl', 'lists') and not (u2pl_labeled(a.path).parent/'unlabeled.txt').is_file()
-    ds = get_dataset(a.dataset, a.root, split) if (a.root or needs_pool) else None
-    cmd = shlex.join(['ael-splits', 'import', a.format, str(Path(a.path).resolve()), '--dataset', a.dataset,
-                      '--split', split] + (['--name', a.name] if a.name else []))
-    kw = dict(name=a.name) if a.name else {}
+def _import(args) -> list[str]:
+    check_dataset_name(args.dataset); refuse_unlabeled_name(args.path); split = args.split or default_split(args.dataset)
+    needs_pool = args.format in ('u2pl', 'lists') and not (u2pl_labeled(args.path).parent/'unlabeled.txt').is_file()
+    ds = get_dataset(args.dataset, args.root, split) if (args.root or needs_pool) else None
+    cmd = shlex.join(['ael-splits', 'import', args.format, str(Path(args.path).resolve()), '--dataset', args.dataset,
+                      '--split', split] + (['--name', args.name] if args.name else []))
+    kw = dict(name=args.name) if args.name else {}
     if needs_pool: kw['pool'] = ds.ids
-    if (a.format == 'authors') != (a.n_sup is not None) or (a.seed is not None and a.format != 'authors'):
+    if (args.format == 'authors') != (args.n_sup is not None) or (args.seed is not None and args.format != 'authors'):
         raise ValueError('--n-sup and --seed belong to the authors format, which needs --n-sup')
-    if a.format == 'authors':
-        kw |= dict(n_sup=a.n_sup, seed=a.seed or 0)
-        cmd += ' ' + shlex.join(['--n-sup', str(a.n_sup), '--seed', str(a.seed or 0)])
-    m = IMPORTERS[a.format](a.path, a.dataset, split, provenance=dict(command=cmd), **kw)
-    if ds is not None: verify_manifest(m, ds); return [_write(m, a.out, a.force)]
-    check_without_data(m, a.path)
-    return [_write(m, a.out, a.force),
+    if args.format == 'authors':
+        kw |= dict(n_sup=args.n_sup, seed=args.seed or 0)
+        cmd += ' ' + shlex.join(['--n-sup', str(args.n_sup), '--seed', str(args.seed or 0)])
+    m = IMPORTERS[args.format](args.path, args.dataset, split, provenance=dict(command=cmd), **kw)
+    if ds is not None: verify_manifest(m, ds); return [_write(m, args.out, args.force)]
+    check_without_data(m, args.path)
+    return [_write(m, args.out, args.force),
             f'note: ids not checked against files (no --root); dataset, split and id shape checked']
 
 # %% ../nbs/10_manifests.ipynb #379ece09
@@ -552,33 +553,33 @@ def _find(paths) -> list[Path]:
         else: raise DataError(p, 'no such manifest file or folder')
     return out
 
-def _list(a) -> list[str]:
+def _list(args) -> list[str]:
     rows = [('file', 'dataset', 'split', 'name', 'labeled', 'unlabeled', 'hash', 'source')]
-    for p in _find(a.paths):
+    for p in _find(args.paths):
         m = load_manifest(p)
         rows.append((str(p), m.dataset, m.split, m.name, str(len(m.labeled)), str(len(m.unlabeled)), manifest_hash(m),
                      m.provenance.get('source', '?')))
     w = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     return ['  '.join(c.ljust(n) for c, n in zip(r, w)).rstrip() for r in rows]
 
-def _verify(a) -> list[str]:
+def _verify(args) -> list[str]:
     out, cache = [], {}
-    for p in _find(a.paths):
+    for p in _find(args.paths):
         m = load_manifest(p)
         key = (m.dataset, m.split)
-        if key not in cache: cache[key] = get_dataset(m.dataset, a.root, m.split)
+        if key not in cache: cache[key] = get_dataset(m.dataset, args.root, m.split)
         verify_manifest(m, cache[key])
-        if a.check: cache[key].subset(m.labeled).check(); cache[key].subset(m.unlabeled, drop_labels=True).check()
+        if args.check: cache[key].subset(m.labeled).check(); cache[key].subset(m.unlabeled, drop_labels=True).check()
         out.append(f'OK {p} ({len(m.labeled)} labeled, {len(m.unlabeled)} unlabeled, hash {manifest_hash(m)})')
     return out
 
 # %% ../nbs/10_manifests.ipynb #2cbf3459
 def ael_splits(argv=None) -> int:
     "Console script `ael-splits`: make | import | list | verify manifests; returns the exit status (1 data, 2 usage)."
-    a = _parser().parse_args(argv)
-    try: lines = dict(make=_make, import_=_import, list=_list, verify=_verify)[a.cmd.replace('import', 'import_')](a)
+    args = _parser().parse_args(argv)
+    try: lines = dict(make=_make, import_=_import, list=_list, verify=_verify)[args.cmd.replace('import', 'import_')](args)
     except Exception as e:
-        if a.debug: raise
+        if args.debug: raise
         if isinstance(e, DataError): rc, msg = 1, str(e)
         elif isinstance(e, (KeyError, ValueError)):
             rc, msg = 2, e.args[0] if isinstance(e, KeyError) and e.args else str(e)

@@ -138,10 +138,10 @@ def plot_conf_bank(records: list[dict], info: DatasetInfo):
     return fig
 
 # %% ../nbs/19_runlog.ipynb #2f1425f0
-def results_table(cms: dict, info: DatasetInfo):
+def results_table(confusions: dict, info: DatasetInfo):
     "Per-class IoU (%) per model: head classes, then tail classes, then mean (head), mean (tail) and mIoU rows."
     import pandas as pd
-    df = iou_table(cms, info)
+    df = iou_table(confusions, info)
     df = pd.concat([df[df.group == 'head'], df[df.group == 'tail']])
     runs = [c for c in df.columns if c != 'group']
     head, tail = df.group == 'head', df.group == 'tail'
@@ -149,15 +149,16 @@ def results_table(cms: dict, info: DatasetInfo):
                          index=pd.Index(['mean (head)', 'mean (tail)', 'mIoU'], name=df.index.name))
     return pd.concat([df, means.assign(group='')])
 
+
 # %% ../nbs/19_runlog.ipynb #816d4f19
-def write_results(out: Path, cms: dict, info: DatasetInfo, plots: bool = True):
+def write_results(out: Path, confusions: dict, info: DatasetInfo, plots: bool = True):
     "per_class.csv / per_class.md (`results_table`) and, with `plots`, iou.png and conf_bank.png in the run directory."
-    df = results_table(cms, info)
+    df = results_table(confusions, info)
     df.to_csv(out / 'per_class.csv')
     atomic_write_text(out / 'per_class.md', markdown_table(df))
     if plots:
         import matplotlib.pyplot as plt
-        fig = plot_iou(iou_table(cms, info)); fig.savefig(out / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
+        fig = plot_iou(iou_table(confusions, info)); fig.savefig(out / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
         fig = plot_conf_bank(read_metrics(out), info)
         fig.savefig(out / 'conf_bank.png', dpi=100, bbox_inches='tight'); plt.close(fig)
     return df

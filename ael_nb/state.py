@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.distributed as dist
-from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state, seal, unseal,
-                         seed_everything)
+from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state,
+                         seal, unseal, seed_everything)
 from .config import RUN_KEYS, WEIGHTS_FREE, Config, to_dict, from_dict, get_config, config_diff
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
@@ -22,8 +22,8 @@ from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
 
 # %% auto #0
 __all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'tiny_state', 'rank_state', 'checkpoint',
-           'write_checkpoint', 'save_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model',
-           'weights_digest', 'models_only']
+           'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint', 'load_weights',
+           'load_checkpoint', 'load_model', 'weights_digest', 'models_only']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -41,8 +41,8 @@ class TrainState:
     sources: AcmSources|None = None     # ACM's source images (chosen one step ahead)
     it: int = 0                         # optimiser steps done
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
-    pending: torch.Tensor|None = None   # bank statistics [2,C] of an accumulated step's micro-batches (`18_steps.begin_bank`)
-    acc: dict = field(default_factory=dict)   # sums of the logged values since the last log line ('_n': steps summed)
+    pending: torch.Tensor|None = None   # an accumulated step's bank statistics (above)
+    acc: dict = field(default_factory=dict)   # the log sums since the last log line (above)
 
 # %% ../nbs/17_state.ipynb #2d2a283c
 def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float:
@@ -53,29 +53,32 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
-    mc, oc, me = cfg.model, cfg.optim, cfg.method
-    student = build_model(data.info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, mc.pretrained,
-                          dropout=mc.dropout, head_channels=mc.head_channels, checkpointing=mc.checkpointing,
-                          deterministic=cfg.run.deterministic).to(device)
-    if mc.channels_last: student = student.to(memory_format=torch.channels_last)   # the teacher, a copy, inherits it
-    teacher = make_teacher(student) if me.name != 'supervised' else None
-    if mc.compile:                                  # in place: parameter names and checkpoints stay the same
+    num_classes = data.info.num_classes
+    student = build_model(num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem, cfg.model.aux,
+                          cfg.model.pretrained, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels,
+                          checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic).to(device)
+    if cfg.model.channels_last: student = student.to(memory_format=torch.channels_last)
+    teacher = make_teacher(student) if cfg.method.name != 'supervised' else None
+    if cfg.model.compile:
         student.compile()
         if teacher is not None: teacher.compile()
     if world_size() > 1:
-        if mc.sync_bn and device.type == 'cuda': student = nn.SyncBatchNorm.convert_sync_batchnorm(student)
+        if cfg.model.sync_bn and device.type == 'cuda': student = nn.SyncBatchNorm.convert_sync_batchnorm(student)
         device_ids = [device.index] if device.type == 'cuda' else None
         student = nn.parallel.DistributedDataParallel(student, device_ids=device_ids)
-    opt = torch.optim.SGD(param_groups(student, oc.lr, oc.head_lr_mult), lr=oc.lr, momentum=oc.momentum,
-                          weight_decay=oc.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: lr_factor(it, oc.iters, oc.poly_power, oc.warmup_iters))
-    scaler = torch.amp.GradScaler(device.type, enabled=oc.amp == 'fp16')
-    bank = ConfidenceBank(data.info.num_classes, me.tau, me.indicator, me.bank_init, me.absent_as_zero, me.bank_reduction,
-                          data.info.ignore_index, device=device)
+    optim = cfg.optim
+    opt = torch.optim.SGD(param_groups(student, optim.lr, optim.head_lr_mult), lr=optim.lr, momentum=optim.momentum,
+                          weight_decay=optim.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda it: lr_factor(it, optim.iters, optim.poly_power, optim.warmup_iters))
+    scaler = torch.amp.GradScaler(device.type, enabled=optim.amp == 'fp16')
+    method = cfg.method
+    bank = ConfidenceBank(num_classes, method.tau, method.indicator, method.bank_init, method.absent_as_zero,
+                          method.bank_reduction, data.info.ignore_index, device=device)
     table = sources = None
-    if me.acm:
-        table = ClassTable(data.info.num_classes, len(data.unlabeled), r_star=me.r_star, device=device,
-                           rule=me.table_rule)
+    if method.acm:
+        table = ClassTable(num_classes, len(data.unlabeled), r_star=method.r_star, device=device,
+                           rule=method.table_rule)
         unl = Augmented(data.unlabeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=False)
         sources = AcmSources(unl, table, background=cfg.data.acm_prefetch)
     return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, sources)
@@ -96,29 +99,34 @@ def tiny_state(*over: str,              # `key=value` overrides on the CPU prese
 def rank_state(state: TrainState) -> dict:
     "What differs between ranks: the random states, ACM's pending draw, the log sums."
     return dict(rng=rng_state(), acm_next=None if state.sources is None else state.sources.state_dict(),
-                acc={k: v.item() if torch.is_tensor(v) else v for k, v in state.acc.items()})   # the sums live on the device
+                acc={k: v.item() if torch.is_tensor(v) else v for k, v in state.acc.items()})
 
+# %% ../nbs/17_state.ipynb #5c15e449
 def checkpoint(state: TrainState) -> dict:
-    "The state of a run as a dict of plain objects and tensors; `ranks` holds every rank's `rank_state` (a collective under DDP)."
+    "The state of a run as a dict of plain objects and tensors; `ranks`: every rank's `rank_state` (a DDP collective)."
     ranks = [rank_state(state)]
     if world_size() > 1: ranks = [None] * world_size(); dist.all_gather_object(ranks, rank_state(state))
-    return dict(student=unwrap(state.student).state_dict(), teacher=None if state.teacher is None else state.teacher.state_dict(),
-                optimizer=state.optimizer.state_dict(), scheduler=state.scheduler.state_dict(), scaler=state.scaler.state_dict(),
-                bank=state.bank.state_dict(), table=None if state.table is None else state.table.state_dict(),
-                it=state.it, best=dict(state.best), ranks=ranks, config=to_dict(state.cfg), num_classes=state.info.num_classes,
-                info=dict(name=state.info.name, class_names=list(state.info.class_names), palette=[tuple(c) for c in state.info.palette],
-                          tail_classes=list(state.info.tail_classes), ignore_index=state.info.ignore_index))
+    info = state.info
+    return dict(student=unwrap(state.student).state_dict(),
+                teacher=None if state.teacher is None else state.teacher.state_dict(),
+                optimizer=state.optimizer.state_dict(), scheduler=state.scheduler.state_dict(),
+                scaler=state.scaler.state_dict(), bank=state.bank.state_dict(),
+                table=None if state.table is None else state.table.state_dict(),
+                it=state.it, best=dict(state.best), ranks=ranks, config=to_dict(state.cfg),
+                num_classes=info.num_classes,
+                info=dict(name=info.name, class_names=list(info.class_names), palette=[tuple(c) for c in info.palette],
+                          tail_classes=list(info.tail_classes), ignore_index=info.ignore_index))
 
 # %% ../nbs/17_state.ipynb #615869ae
 PREVIOUS = 'previous.pth'   # what `latest.pth` held before its last write, kept beside it
 
 def write_checkpoint(ck: dict, path, previous=None) -> Path:
-    "Write `ck` sealed with its digest, atomically, to `path`; the file it replaces is kept as `previous` (a path, or None: not kept)."
+    "Write `ck` sealed with its digest, atomically, to `path`; the file it replaces is kept as `previous` (None: not)."
     path = Path(path)
-    if previous is not None and path.is_file():            # a hard link: no copy, and `path` stays in place until replaced
+    if previous is not None and path.is_file():
         tmp = Path(previous).with_name(f'.{Path(previous).name}.link.tmp'); tmp.unlink(missing_ok=True)
         try: os.link(path, tmp)
-        except OSError: shutil.copyfile(path, tmp)          # a file system without hard links
+        except OSError: shutil.copyfile(path, tmp)
         os.replace(tmp, previous)
     return atomic_save(seal(ck), path)
 
@@ -126,18 +134,31 @@ def save_checkpoint(state: TrainState, path) -> Path:
     "Write `checkpoint(state)` atomically to `path` (single process; `Run.save` under DDP)."
     return write_checkpoint(checkpoint(state), path)
 
+# %% ../nbs/17_state.ipynb #ab96cbd2
+def upgrade_checkpoint(ck: dict, path='checkpoint') -> dict:
+    "`ck` as the file `path` holds it, its digest checked (`unseal`), in the form `checkpoint` gives today."
+    if ck.get('digest') is None:        # before 14bfe5e
+        warnings.warn(f"{path}: written before checkpoints carried a digest; its content is not verified")
+    ck = unseal(ck, path)
+    if 'ranks' not in ck and 'rng' in ck:   # before eb22e35
+        one = dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})
+        ck = {k: v for k, v in ck.items() if k not in ('rng', 'acm_next')} | dict(ranks=[one])
+    return ck
+
 # %% ../nbs/17_state.ipynb #5d7aa516
 def _load(path, map_location) -> dict:
     path = Path(path)
     if not path.is_file(): raise DataError(path, 'checkpoint not found')
     try: ck = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as e: raise DataError(path, f'not a readable checkpoint ({type(e).__name__}: {str(e).strip().splitlines()[0][:160]})') from e
-    if not isinstance(ck, dict) or 'student' not in ck: raise DataError(path, 'not an ael_nb training checkpoint (no "student" entry)')
-    if ck.get('digest') is None: warnings.warn(f"{path}: written before checkpoints carried a digest; its content is not verified")
-    return unseal(ck, path)
+    except Exception as e:
+        raise DataError(path, f'not a readable checkpoint ({type(e).__name__}: '
+                              f'{str(e).strip().splitlines()[0][:160]})') from e
+    if not isinstance(ck, dict) or 'student' not in ck:
+        raise DataError(path, 'not an ael_nb training checkpoint (no "student" entry)')
+    return upgrade_checkpoint(ck, path)
 
 def read_checkpoint(path, map_location='cpu') -> dict:
-    "Load a training checkpoint and check its digest; a missing, unreadable or damaged file raises `DataError` (naming `previous.pth` if it is intact)."
+    "A training checkpoint, its digest checked; a missing, unreadable or damaged file raises `DataError`."
     try: return _load(path, map_location)
     except DataError as e:
         prev = Path(path).with_name(PREVIOUS)
@@ -153,17 +174,18 @@ def load_weights(module: nn.Module, sd: dict, path, ck_config: dict, cfg: Config
     try: module.load_state_dict(sd)
     except RuntimeError as e:
         changed = config_diff(ck_config, cfg, WEIGHTS_FREE) if cfg is not None else {}
-        differ = [f"{k}={a!r} in the checkpoint, {b!r} here" for k, (a, b) in changed.items()]
+        differ = [f"{k}={stored!r} in the checkpoint, {here!r} here" for k, (stored, here) in changed.items()]
         if differ: raise DataError(path, f"holds another network: {'; '.join(differ)}") from None
         raise DataError(path, f"its weights do not fit this network ({str(e).strip().splitlines()[0][:200]})") from None
 
 # %% ../nbs/17_state.ipynb #712b76c6
 def load_checkpoint(state: TrainState, path) -> TrainState:
     "Restore `state` from a checkpoint file (the run continues at `state.it`); tensors go to where `state` keeps them."
-    ck = read_checkpoint(path)                                   # on the CPU: RNG states must stay there
+    ck = read_checkpoint(path)
     if 'optimizer' not in ck:
         raise DataError(path, "holds the models only (as best.pth does): continue a run from its latest.pth")
-    changed = [f"{k}: {a!r} -> {b!r}" for k, (a, b) in config_diff(ck['config'], state.cfg, RUN_KEYS).items()]
+    changed = [f"{k}: {stored!r} -> {now!r}"
+               for k, (stored, now) in config_diff(ck['config'], state.cfg, RUN_KEYS).items()]
     if changed and is_main(): warnings.warn(f"resuming {path} with a changed configuration: {'; '.join(changed)}")
     if ck['num_classes'] != state.info.num_classes:
         raise DataError(path, f"checkpoint has {ck['num_classes']} classes, "
@@ -174,8 +196,7 @@ def load_checkpoint(state: TrainState, path) -> TrainState:
     state.scaler.load_state_dict(ck['scaler'])
     state.bank.load_state_dict(ck['bank'])
     if state.table is not None and ck['table'] is not None: state.table.load_state_dict(ck['table'])
-    # no `ranks`: one rank's state at the top level
-    ranks = ck.get('ranks') or [dict(rng=ck['rng'], acm_next=ck.get('acm_next'), acc={})]
+    ranks = ck['ranks']
     if len(ranks) != world_size() and is_main():
         warnings.warn(f"resuming {path} (written by {len(ranks)} processes) on {world_size()}: "
                       "data order and ACM draws differ from the original run")
@@ -189,15 +210,14 @@ def load_checkpoint(state: TrainState, path) -> TrainState:
 def load_model(path,                 # a checkpoint written by `train`
                which: str = 'auto',  # 'teacher', 'student' or 'auto' (teacher if the run had one)
                device='cpu') -> tuple[nn.Module, DatasetInfo, Config, str]:
-    "The network stored in a training checkpoint (eval mode), its dataset description, configuration and which one it is."
+    "The network stored in a training checkpoint (eval mode), its dataset description, configuration, which one."
     ck = read_checkpoint(path)
     cfg, info = from_dict(ck['config']), DatasetInfo(**ck['info'])
     if which == 'auto': which = 'teacher' if ck.get('teacher') is not None else 'student'
     if which not in ('teacher', 'student'): raise ValueError(f"which={which!r}: choose 'teacher', 'student' or 'auto'")
     if ck.get(which) is None: raise DataError(path, f"holds no {which} (a {cfg.method.name!r} run); use the student")
-    mc = cfg.model
-    model = DeepLabV3Plus(info.num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout,
-                          head_channels=mc.head_channels)   # weights come from the checkpoint
+    model = DeepLabV3Plus(info.num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem,
+                          cfg.model.aux, None, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels)
     load_weights(model, ck[which], path, ck['config'])
     return model.to(device).eval(), info, cfg, which
 
@@ -209,8 +229,8 @@ def weights_digest(model) -> str:
     return h.hexdigest()[:12]
 
 # %% ../nbs/17_state.ipynb #c25b1d11
-RESUME_KEYS = ('optimizer', 'scheduler', 'scaler', 'table', 'ranks', 'rng', 'acm_next')   # what only a resume reads
+RESUME_KEYS = ('optimizer', 'scheduler', 'scaler', 'table', 'ranks')   # what only a resume reads
 
 def models_only(ck: dict) -> dict:
-    "A `checkpoint` without what only a resume reads (`RESUME_KEYS`): what `best.pth` keeps for evaluation and fine-tuning."
+    "A `checkpoint` without what only a resume reads (`RESUME_KEYS`): what `best.pth` keeps."
     return {k: v for k, v in ck.items() if k not in RESUME_KEYS}

@@ -50,6 +50,7 @@ def _loaders(cfg: Config, data: RunData, it: int, stop: int, device: torch.devic
     return Loaders(labeled, iter(make_loader(data.unlabeled, unlabeled_micro_batch(cfg), cfg, 1, first, last, False,
                                              device)))
 
+
 # %% ../nbs/20_train.ipynb #a20e0003
 @dataclass
 class Schedule:
@@ -95,7 +96,7 @@ class Run:
         self.out, self.loaders = Path(cfg.run.out), _loaders(cfg, data, state.it, stop, device)
         self.step_fn = step_function(cfg.method)
         self.schedule = Schedule(stop, SaveSchedule(cfg.run.checkpoint_interval, cfg.run.checkpoint_minutes))
-        self.stops, self.cms, self.summaries = StopState(), {}, {}     # cms, summaries: the last evaluation
+        self.stops, self.confusions, self.summaries = StopState(), {}, {}     # cms, summaries: the last evaluation
         self.meter = Meter(tqdm(total=cfg.optim.iters, initial=state.it, disable=not (cfg.run.progress and is_main()),
                                 desc=cfg.method.name, dynamic_ncols=True), first_it=state.it)
 
@@ -375,8 +376,8 @@ def evaluate(self: Run) -> dict:
     "Evaluate `eval.models` on the validation set, log it, keep `best.pth`, write `latest.pth`; returns the summaries."
     te, state = time.time(), self.state
     self._check_weights()                                           # an mIoU of NaN weights is no result
-    self.cms = evaluate_models(state, self.data, self.device)
-    self.summaries = {k: cm.summary(self.data.info) for k, cm in self.cms.items()}
+    self.confusions = evaluate_models(state, self.data, self.device)
+    self.summaries = {k: cm.summary(self.data.info) for k, cm in self.confusions.items()}
     self.log.write(dict(it=state.it, eval=self.summaries), eval_scalars(self.summaries))
     name = self.cfg.eval.select if self.cfg.eval.select in self.summaries else next(iter(self.summaries))
     if self.summaries[name]['miou'] > state.best['miou']:
@@ -416,8 +417,8 @@ def finish(self: Run) -> dict:
                    teacher_weights=None if state.teacher is None else weights_digest(state.teacher),
                    peak_mem_gb=rank_values(peak_memory_gb(self.device), self.device))
     if is_main():
-        if self.cms:
-            summary['table'] = markdown_table(write_results(self.out, self.cms, self.data.info, cfg.run.plots))
+        if self.confusions:
+            summary['table'] = markdown_table(write_results(self.out, self.confusions, self.data.info, cfg.run.plots))
         atomic_write_text(self.out / 'summary.json', json.dumps(summary, indent=1))
     self.close()
     return summary

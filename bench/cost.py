@@ -410,16 +410,16 @@ def main(argv=None):
     ap.add_argument('--set', nargs='*', default=[], help='(a, c) extra config overrides, e.g. model.backbone=resnet101 model.output_stride=8')
     ap.add_argument('--tag', default=None, help='file name tag (default: the device type)')
     ap.add_argument('--mem-child', action='store_true', help=argparse.SUPPRESS); ap.add_argument('--mem-method', help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
-    if a.device == 'cpu': torch.set_num_threads(a.threads or 1)
-    elif a.threads: torch.set_num_threads(a.threads)
-    SET[:] = a.set
-    if a.mem_child: return memory_child(a)
-    dev = torch.device(a.device)
+    args = ap.parse_args(argv)
+    if args.device == 'cpu': torch.set_num_threads(args.threads or 1)
+    elif args.threads: torch.set_num_threads(args.threads)
+    SET[:] = args.set
+    if args.mem_child: return memory_child(args)
+    dev = torch.device(args.device)
     from ael_nb.core import device_name
     name = device_name(dev)
-    r = dict(device=a.device, device_name=name, torch=torch.__version__, date=dt.datetime.now().isoformat(timespec='seconds'), argv=sys.argv[1:])
-    tag = a.tag or dev.type
+    r = dict(device=args.device, device_name=name, torch=torch.__version__, date=dt.datetime.now().isoformat(timespec='seconds'), argv=sys.argv[1:])
+    tag = args.tag or dev.type
     out = RESULTS / f'cost_{tag}.json'; RESULTS.mkdir(parents=True, exist_ok=True)
     if out.exists():   # keep parts measured earlier
         old = json.loads(out.read_text()); r = {**{k: v for k, v in old.items() if k in ('step', 'components', 'memory', 'frameworks')}, **r}
@@ -429,10 +429,10 @@ def main(argv=None):
     t0 = time.time()
     # (c) first: Linux keeps a parent's ru_maxrss high-water mark in children across fork+exec, so the memory
     # children must be started while this process is still small
-    if 'c' in a.parts: print('(c) memory', flush=True); r['memory'] = part_memory(a, a.device); save()
-    if 'a' in a.parts: print('(a) step', flush=True); r['step'] = part_step(a, a.device); save()
-    if 'b' in a.parts: print('(b) components', flush=True); r['components'] = part_components(a, a.device); save()
-    if 'd' in a.parts: print('(d) frameworks', flush=True); r['frameworks'] = part_frameworks(a, a.device); save()
+    if 'c' in args.parts: print('(c) memory', flush=True); r['memory'] = part_memory(args, args.device); save()
+    if 'a' in args.parts: print('(a) step', flush=True); r['step'] = part_step(args, args.device); save()
+    if 'b' in args.parts: print('(b) components', flush=True); r['components'] = part_components(args, args.device); save()
+    if 'd' in args.parts: print('(d) frameworks', flush=True); r['frameworks'] = part_frameworks(args, args.device); save()
     print(markdown(r)); print(f'wrote {out} in {time.time() - t0:.0f} s')
 
 if __name__ == '__main__':

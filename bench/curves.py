@@ -38,17 +38,17 @@ def main(argv=None):
     ap.add_argument('grid_runs', type=Path, help='a grid\'s folder of run directories (bench/grid.py --runs-dir RUNS: RUNS/<grid dir>)')
     ap.add_argument('--variants', nargs='+', default=None, help='only these variants')
     ap.add_argument('--results', type=Path, default=REPO / 'bench' / 'results')
-    a = ap.parse_args(argv)
-    if not a.grid_runs.is_dir(): ap.error(f"{a.grid_runs}: no such folder")
-    lc = grid_curves(a.grid_runs, a.variants)
-    a.results.mkdir(parents=True, exist_ok=True)
-    out = lambda ext: a.results / f'{a.grid_runs.name}_curves{ext}'
+    args = ap.parse_args(argv)
+    if not args.grid_runs.is_dir(): ap.error(f"{args.grid_runs}: no such folder")
+    lc = grid_curves(args.grid_runs, args.variants)
+    args.results.mkdir(parents=True, exist_ok=True)
+    out = lambda ext: args.results / f'{args.grid_runs.name}_curves{ext}'
     lc.to_csv(out('.tmp.csv'), index=False); out('.tmp.csv').replace(out('.csv'))     # written whole or not at all
     several = lc.groupby('variant').fraction.transform('nunique') > 1      # 'full' runs on fraction 1 in every grid
     label = lc.variant.where(~several, lc.variant + ' ' + lc.fraction)
     label = label + ' (seeds ' + lc.groupby(label).seed.transform(lambda x: ','.join(map(str, sorted(set(x))))) + ')'
     fig = plot_learning_curves(lc.assign(label=label),
-                               title=f"{a.grid_runs.name}: mean over each variant's seeds, band min-max")
+                               title=f"{args.grid_runs.name}: mean over each variant's seeds, band min-max")
     fig.savefig(out('.tmp.png'), dpi=110); out('.tmp.png').replace(out('.png'))
     print(f"{len(lc)} evaluations of {lc.groupby(['variant', 'fraction', 'seed']).ngroups} runs -> {out('.csv')}, .png")
 

@@ -69,9 +69,9 @@ def readme_sentences(draws: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument('--results', default=str(RESULTS), help='folder of stored results (default bench/results); the file is written there')
-    a = ap.parse_args(argv)
-    d = default_draws(Path(a.results))
-    atomic_write_text(Path(a.results) / 'default_draws.json', json.dumps(d, indent=1) + '\n')
+    args = ap.parse_args(argv)
+    d = default_draws(Path(args.results))
+    atomic_write_text(Path(args.results) / 'default_draws.json', json.dumps(d, indent=1) + '\n')
     print(readme_sentences(d))
 
 if __name__ == '__main__': main()

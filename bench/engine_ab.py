@@ -44,22 +44,22 @@ def main(argv=None):
     ap.add_argument('--device', default='cpu'); ap.add_argument('--steps', type=int, default=40)
     ap.add_argument('--rounds', type=int, default=3); ap.add_argument('--threads', type=int, default=2)
     ap.add_argument('--results', default=str(BENCH / 'results'))
-    a = ap.parse_args(argv)
-    if not (Path(a.old) / 'ael_nb' / 'train.py').is_file(): ap.error(f'{a.old}: no ael_nb/train.py inside')
+    args = ap.parse_args(argv)
+    if not (Path(args.old) / 'ael_nb' / 'train.py').is_file(): ap.error(f'{args.old}: no ael_nb/train.py inside')
     runs = dict(before=[], after=[])
-    for r in range(a.rounds):
-        for name, src in (('before', str(Path(a.old).resolve())), ('after', None)):
-            runs[name].append(one(src, a.device, a.steps, a.threads)); print(r, name, runs[name][-1], flush=True)
+    for r in range(args.rounds):
+        for name, src in (('before', str(Path(args.old).resolve())), ('after', None)):
+            runs[name].append(one(src, args.device, args.steps, args.threads)); print(r, name, runs[name][-1], flush=True)
     med = {k: statistics.median(x['img_per_s'] for x in v) for k, v in runs.items()}
-    res = dict(device=a.device, machine=platform.processor() or platform.machine(), cores=os.cpu_count(), steps=a.steps, threads=a.threads,
+    res = dict(device=args.device, machine=platform.processor() or platform.machine(), cores=os.cpu_count(), steps=args.steps, threads=args.threads,
                date=time.strftime('%Y-%m-%dT%H:%M:%S'), runs=runs, median_img_per_s=med, after_over_before_throughput=med['after'] / med['before'])
-    out = Path(a.results); out.mkdir(parents=True, exist_ok=True)
-    (out / f'engine_ab_{a.device}.json').write_text(json.dumps(res, indent=1))
-    md = (f"# Engine before / after the redesign, untraced ({a.device}, {res['machine']}, {res['cores']} cores, {a.threads} threads, {res['date']})\n\n"
-          f"AEL, `cpu` preset, {a.steps} steps, {a.rounds} alternating rounds, a fresh process each; throughput the engine logs (img/s).\n\n"
+    out = Path(args.results); out.mkdir(parents=True, exist_ok=True)
+    (out / f'engine_ab_{args.device}.json').write_text(json.dumps(res, indent=1))
+    md = (f"# Engine before / after the redesign, untraced ({args.device}, {res['machine']}, {res['cores']} cores, {args.threads} threads, {res['date']})\n\n"
+          f"AEL, `cpu` preset, {args.steps} steps, {args.rounds} alternating rounds, a fresh process each; throughput the engine logs (img/s).\n\n"
           "| engine | img/s per round | median |\n|---|---|---|\n"
           + ''.join(f"| {k} | {', '.join('%.1f' % x['img_per_s'] for x in v)} | {med[k]:.1f} |\n" for k, v in runs.items())
           + f"\nafter / before: **{res['after_over_before_throughput']:.3f}** (above 1: the new engine is faster).\n")
-    (out / f'engine_ab_{a.device}.md').write_text(md); print(md)
+    (out / f'engine_ab_{args.device}.md').write_text(md); print(md)
 
 if __name__ == '__main__': main()

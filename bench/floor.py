@@ -182,7 +182,7 @@ def measure(runs: dict, reps: int, warmup: int) -> dict:
     return out
 
 
-def setup_runs(a, variants: dict) -> dict:
+def setup_runs(args, variants: dict) -> dict:
     "One run per variant (name -> overrides), each in its own temporary folder, same initialisation (`run.seed`)."
     from ael_nb.config import get_config
     from ael_nb.train import setup
@@ -193,9 +193,9 @@ def setup_runs(a, variants: dict) -> dict:
     if any('run.deterministic=True' in ov for ov in variants.values()):
         os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ':4096:8')    # read when cuBLAS starts: before the first variant
     for i, (name, ov) in enumerate(variants.items()):
-        cfg = get_config(a.preset, overrides=QUIET + (tiny_overrides() if a.tiny else []) + [f'run.device={a.device}']
-                         + a.set + pinned(ov) + [f'run.out={tmp / str(i)}'])
-        if a.threads: torch.set_num_threads(a.threads)
+        cfg = get_config(args.preset, overrides=QUIET + (tiny_overrides() if args.tiny else []) + [f'run.device={args.device}']
+                         + args.set + pinned(ov) + [f'run.out={tmp / str(i)}'])
+        if args.threads: torch.set_num_threads(args.threads)
         run = setup(cfg)
         run.n_img_per_step = micro_batch(cfg) * cfg.optim.accum_steps + (
             unlabeled_micro_batch(cfg) * cfg.optim.accum_steps if cfg.method.name != 'supervised' else 0)
@@ -247,31 +247,31 @@ def main(argv=None):
     ap.add_argument('--tiny', action='store_true', help="the kit's tiny setting (plumbing test)")
     ap.add_argument('--tag', default=None, help='results name: floor_<tag> (default: <device>_<preset>)')
     ap.add_argument('--out', default=str(RESULTS))
-    a = ap.parse_args(argv)
+    args = ap.parse_args(argv)
     cmd = 'python bench/floor.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
     from ael_nb.core import device_name, resolve_device
-    tag = a.tag or f"{resolve_device(a.device).type}_{a.preset}" + ('_switches' if a.switches is not None else '')
-    variants = ({n: ['method.name=ael'] + SWITCHES[n] for n in (a.switches or [n for n in SWITCHES if 'deterministic' not in n or has_deterministic()])} if a.switches is not None
-                else {m: [f'method.name={m}'] for m in a.methods})
+    tag = args.tag or f"{resolve_device(args.device).type}_{args.preset}" + ('_switches' if args.switches is not None else '')
+    variants = ({n: ['method.name=ael'] + SWITCHES[n] for n in (args.switches or [n for n in SWITCHES if 'deterministic' not in n or has_deterministic()])} if args.switches is not None
+                else {m: [f'method.name={m}'] for m in args.methods})
     load_before = os.getloadavg()
-    runs = setup_runs(a, variants)
+    runs = setup_runs(args, variants)
     first = next(iter(runs.values()))
     c = first.cfg
-    try: res_v = measure(runs, a.reps, max(a.warmup, 1))
+    try: res_v = measure(runs, args.reps, max(args.warmup, 1))
     finally:
         for r in runs.values(): r.close()
     res = dict(tag=tag, when=dt.datetime.now().isoformat(timespec='seconds'),
                host=dict(device=device_name(first.device), torch=torch.__version__, threads=torch.get_num_threads(),
                          cpus=os.cpu_count(), load_before=load_before, load_after=os.getloadavg()),
-               setting=dict(preset=a.preset, crop=list(c.data.crop_size), batch_labeled=c.data.batch_size,
+               setting=dict(preset=args.preset, crop=list(c.data.crop_size), batch_labeled=c.data.batch_size,
                             batch_unlabeled=c.data.batch_size * c.data.unlabeled_ratio, backbone=c.model.backbone,
-                            output_stride=c.model.output_stride, reps=a.reps,
-                            overrides=(tiny_overrides() if a.tiny else []) + a.set),
+                            output_stride=c.model.output_stride, reps=args.reps,
+                            overrides=(tiny_overrides() if args.tiny else []) + args.set),
                variants=res_v)
-    if a.switches is not None:
+    if args.switches is not None:
         ref = next(iter(res_v.values()))['step']['median_s']
         res['vs_first'] = {n: x['step']['median_s'] / ref for n, x in res_v.items()}
-    out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     from ael_nb.core import atomic_write_text
     atomic_write_text(out / f'floor_{tag}.json', json.dumps(res, indent=1))
     md = markdown(res, cmd)

@@ -16,11 +16,11 @@ sys.path.insert(0, str(HERE))
 import floor, paper_scale                  # bench/floor.py, bench/paper_scale.py: their report formats
 
 
-def provenance(a, res: dict) -> str:
+def provenance(args, res: dict) -> str:
     "One line: where, with what and how the report was measured."
     dev = res.get('device') or res.get('host', {}).get('device')
     torch_v = res.get('torch') or res.get('host', {}).get('torch')
-    return f"{dev}, torch {torch_v}, project commit {a.commit}, {a.date}; {a.how}"
+    return f"{dev}, torch {torch_v}, project commit {args.commit}, {args.date}; {args.how}"
 
 
 def command_of(md_path: Path) -> str:
@@ -40,11 +40,11 @@ def merged(reports: list[dict]) -> dict:
     return res
 
 
-def fold(a) -> list[Path]:
-    srcs, out, written = [Path(s) for s in a.src], Path(a.results), []
+def fold(args) -> list[Path]:
+    srcs, out, written = [Path(s) for s in args.src], Path(args.results), []
     def write(name: str, res: dict, md: str):
-        res = dict(provenance=provenance(a, res), **({'notes': a.note} if a.note else {}), **res)
-        head = f"Provenance: {res['provenance']}.\n\n" + ''.join(f"Note: {n}\n\n" for n in a.note)
+        res = dict(provenance=provenance(args, res), **({'notes': args.note} if args.note else {}), **res)
+        head = f"Provenance: {res['provenance']}.\n\n" + ''.join(f"Note: {n}\n\n" for n in args.note)
         (out / f'{name}.json').write_text(json.dumps(res, indent=1) + '\n')
         (out / f'{name}.md').write_text(head + md)
         written.extend([out / f'{name}.json', out / f'{name}.md'])
@@ -52,12 +52,12 @@ def fold(a) -> list[Path]:
     for r in reports: r.pop('runs', None); r.get('args', {}).pop('out', None)   # the session's own temporary paths
     if reports:
         res = merged(reports)
-        write(f'paper_scale_cuda_{a.device}_{a.date}', res, paper_scale.markdown(res))
+        write(f'paper_scale_cuda_{args.device}_{args.date}', res, paper_scale.markdown(res))
     for f in sorted(f for s in srcs for f in s.glob('floor_cuda_*.json')):
         res = json.loads(f.read_text())
         part = f.stem[len('floor_cuda_'):]
-        res['tag'] = f'cuda_{a.device}_{part}'
-        write(f'floor_cuda_{a.device}_{part}_{a.date}', res, floor.markdown(res, command_of(f.with_suffix('.md'))))
+        res['tag'] = f'cuda_{args.device}_{part}'
+        write(f'floor_cuda_{args.device}_{part}_{args.date}', res, floor.markdown(res, command_of(f.with_suffix('.md'))))
     if not written: raise SystemExit(f"fold_gpu: {', '.join(map(str, srcs))}: no paper_scale.json and no floor_cuda_*.json")
     return written
 

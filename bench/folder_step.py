@@ -41,21 +41,21 @@ def main(argv=None):
     ap.add_argument('--warmup', type=int, default=2, help='untimed first steps')
     ap.add_argument('--tag', default='cpu', help='results file name: folder_step_<tag>')
     ap.add_argument('set', nargs='*', help='configuration overrides key=value')
-    a = ap.parse_args(argv)
+    args = ap.parse_args(argv)
     from ael_nb.config import get_config
     from ael_nb.train import setup
     torch.set_num_threads(1)
     tmp = Path(tempfile.mkdtemp(prefix='ael_folder_step_'))
-    root = camvid_folder(Path(a.camvid), tmp / 'camvid_folder')
-    over = [f'data.root={root}', f'run.out={tmp / "run"}', 'run.progress=false', 'run.tensorboard=false', 'eval.interval=0', *a.set]
+    root = camvid_folder(Path(args.camvid), tmp / 'camvid_folder')
+    over = [f'data.root={root}', f'run.out={tmp / "run"}', 'run.progress=false', 'run.tensorboard=false', 'eval.interval=0', *args.set]
     cfg = get_config('folder', overrides=over)
     wall, cpu = [], []
     with setup(cfg) as run:
-        for k in range(a.warmup + a.steps):
+        for k in range(args.warmup + args.steps):
             t0, c0 = time.perf_counter(), time.process_time(); run.step()
             w, c = time.perf_counter() - t0, time.process_time() - c0
             print(f'step {k + 1}: {w:.2f} s wall, {c:.2f} CPU s', flush=True)
-            if k >= a.warmup: wall.append(w); cpu.append(c); report(a, cfg, wall, cpu)   # kept after every step
+            if k >= args.warmup: wall.append(w); cpu.append(c); report(args, cfg, wall, cpu)   # kept after every step
 
 def precision(cfg) -> str:
     "fp32 or bf16: what `optim.amp` resolves to on this CPU."
@@ -63,25 +63,25 @@ def precision(cfg) -> str:
     amp = resolve_amp(cfg.optim.amp, torch.device('cpu'))
     return f"{'fp32' if amp == 'none' else amp} (optim.amp={cfg.optim.amp})"
 
-def report(a, cfg, wall, cpu):
+def report(args, cfg, wall, cpu):
     "Write the json and md of the steps timed so far."
     med = statistics.median(cpu)
     res = dict(date=dt.date.today().isoformat(), cpu=cpu_name(), capability=torch.backends.cpu.get_cpu_capability(),
-               torch=torch.__version__, threads=1, precision=precision(cfg), preset='folder', overrides=a.set, iters=cfg.optim.iters,
-               crop=list(cfg.data.crop_size), batch=cfg.data.batch_size, steps=len(cpu), warmup=a.warmup,
+               torch=torch.__version__, threads=1, precision=precision(cfg), preset='folder', overrides=args.set, iters=cfg.optim.iters,
+               crop=list(cfg.data.crop_size), batch=cfg.data.batch_size, steps=len(cpu), warmup=args.warmup,
                cpu_s_median=med, cpu_s_min=min(cpu), cpu_s_max=max(cpu), wall_s_median=statistics.median(wall),
                wall_s_min=min(wall), wall_s_max=max(wall), load_average_1min_at_end=os.getloadavg()[0],
                estimate_h_one_core=med * cfg.optim.iters / 3600, estimate_h_two_cores=med * cfg.optim.iters / 2 / 3600,
-               command='python bench/folder_step.py ' + ' '.join([f'--camvid {a.camvid}', f'--steps {a.steps}', f'--warmup {a.warmup}', f'--tag {a.tag}', *a.set]))
+               command='python bench/folder_step.py ' + ' '.join([f'--camvid {args.camvid}', f'--steps {args.steps}', f'--warmup {args.warmup}', f'--tag {args.tag}', *args.set]))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f'folder_step_{a.tag}.json').write_text(json.dumps(res, indent=1) + '\n')
+    (RESULTS / f'folder_step_{args.tag}.json').write_text(json.dumps(res, indent=1) + '\n')
     md = (f"# `folder` preset step on CamVid as a folder, {res['date']}\n\n{res['cpu']} ({res['capability']}), torch {res['torch']}, "
           f"1 torch thread, {res['precision']}; {cfg.data.crop_size[0]}x{cfg.data.crop_size[1]} crops, batch {res['batch']} + "
-          f"{res['batch']}, {a.warmup} untimed + {len(cpu)} timed steps.\n\n| measure | median | min | max |\n|---|---|---|---|\n"
+          f"{res['batch']}, {args.warmup} untimed + {len(cpu)} timed steps.\n\n| measure | median | min | max |\n|---|---|---|---|\n"
           f"| CPU s per step | {med:.2f} | {min(cpu):.2f} | {max(cpu):.2f} |\n"
           f"| wall s per step (shared machine) | {res['wall_s_median']:.2f} | {min(wall):.2f} | {max(wall):.2f} |\n\n"
           f"{res['iters']} steps: about {res['estimate_h_one_core']:.1f} h on one idle core, {res['estimate_h_two_cores']:.1f} h on two "
           f"(CPU time / 2), evaluations not included.\n\n`{res['command']}`\n")
-    (RESULTS / f'folder_step_{a.tag}.md').write_text(md)
+    (RESULTS / f'folder_step_{args.tag}.md').write_text(md)
 
 if __name__ == '__main__': main()

@@ -542,49 +542,49 @@ def main(argv=None):
     ap.add_argument('--recover', default=None, metavar='RUNS_DIR', help='first rebuild missing cells from the finished runs under RUNS_DIR')
     ap.add_argument('--dry-run', action='store_true', help='print the cells and their overrides')
     ap.add_argument('--run-cell', default=None, help=argparse.SUPPRESS)
-    a = ap.parse_args(argv)
-    if a.run_cell: return run_cell(a.run_cell)
-    if not a.grids: ap.error('name a grid')
+    args = ap.parse_args(argv)
+    if args.run_cell: return run_cell(args.run_cell)
+    if not args.grids: ap.error('name a grid')
     seeds_of = {}                                              # 'table6r:0' -> table6r with seed 0 only (overrides --seeds)
-    for g in a.grids:
+    for g in args.grids:
         name, _, ss = g.partition(':')
-        seeds_of.setdefault(name, []).append([int(x) for x in ss.split(',')] if ss else a.seeds)
-    a.grids = [g.partition(':')[0] for g in a.grids]
-    if set(a.grids) - set(GRIDS): ap.error(f"unknown grid(s) {sorted(set(a.grids) - set(GRIDS))}; choose from {', '.join(GRIDS)}")
-    if a.variants and (bad := [v for v in a.variants if not any(v in GRIDS[g]['variants'] for g in a.grids)]):
-        ap.error(f"variant(s) {bad} in none of {a.grids}; they have: "
-                 + '; '.join(f"{g}: {', '.join(repr(v) for v in GRIDS[g]['variants'])}" for g in dict.fromkeys(a.grids)))
+        seeds_of.setdefault(name, []).append([int(x) for x in ss.split(',')] if ss else args.seeds)
+    args.grids = [g.partition(':')[0] for g in args.grids]
+    if set(args.grids) - set(GRIDS): ap.error(f"unknown grid(s) {sorted(set(args.grids) - set(GRIDS))}; choose from {', '.join(GRIDS)}")
+    if args.variants and (bad := [v for v in args.variants if not any(v in GRIDS[g]['variants'] for g in args.grids)]):
+        ap.error(f"variant(s) {bad} in none of {args.grids}; they have: "
+                 + '; '.join(f"{g}: {', '.join(repr(v) for v in GRIDS[g]['variants'])}" for g in dict.fromkeys(args.grids)))
     global RESULTS
-    if a.results: RESULTS = Path(a.results).resolve()
-    iters = a.iters or SETTINGS[a.dataset]['iters']
-    gdirs = {g: grid_dir(g, a.dataset, iters, a.device) for g in dict.fromkeys(a.grids)}
-    if not a.dry_run:
+    if args.results: RESULTS = Path(args.results).resolve()
+    iters = args.iters or SETTINGS[args.dataset]['iters']
+    gdirs = {g: grid_dir(g, args.dataset, iters, args.device) for g in dict.fromkeys(args.grids)}
+    if not args.dry_run:
         for d in gdirs.values(): d.mkdir(parents=True, exist_ok=True)
-    name = (a.grids[0] if len(gdirs) == 1 else 'grids') + f'-{a.dataset}-{iters}it' + ('' if a.device == 'cpu' else f'-{a.device}')
+    name = (args.grids[0] if len(gdirs) == 1 else 'grids') + f'-{args.dataset}-{iters}it' + ('' if args.device == 'cpu' else f'-{args.device}')
     logf = RESULTS / f'{name}.log'
     def log(msg):
         line = f"[{dt.datetime.now():%H:%M:%S}] {msg}"; print(line, flush=True)
         with open(logf, 'a') as f: f.write(line + '\n')
-    cells = [c for g in a.grids for c in plan(g, a.dataset, a.fractions, seeds_of[g].pop(0), iters, a.root, a.variants, a.device)]
-    if a.order == 'seed': cells.sort(key=lambda c: c['seed'])  # stable: within a seed, each grid's own order
-    if a.dry_run:
+    cells = [c for g in args.grids for c in plan(g, args.dataset, args.fractions, seeds_of[g].pop(0), iters, args.root, args.variants, args.device)]
+    if args.order == 'seed': cells.sort(key=lambda c: c['seed'])  # stable: within a seed, each grid's own order
+    if args.dry_run:
         for c in cells: print(c['name'], c['key'], ' '.join(c['overrides']))
         return
-    if a.recover: recover(Path(a.recover), log)
-    if a.report:                                               # no training: only fill cells that another grid has
+    if args.recover: recover(Path(args.recover), log)
+    if args.report:                                               # no training: only fill cells that another grid has
         for c in cells:
             if not (Path(c['gdir']) / f"{c['name']}.json").exists(): reuse(c, log)
     else:
         stop_by = None
-        if a.stop_by:
-            h, m, sec = (list(map(int, a.stop_by.split(':'))) + [0])[:3]; now = dt.datetime.now()
+        if args.stop_by:
+            h, m, sec = (list(map(int, args.stop_by.split(':'))) + [0])[:3]; now = dt.datetime.now()
             stop_by = now.replace(hour=h, minute=m, second=sec, microsecond=0)
             if stop_by < now - dt.timedelta(hours=12): stop_by += dt.timedelta(days=1)
         log(f"start: {' '.join(sys.argv)}")
         t0 = time.time()
-        launch(cells, Path(a.runs_dir), a.jobs, stop_by, log)
+        launch(cells, Path(args.runs_dir), args.jobs, stop_by, log)
         log(f"grid done in {time.time() - t0:.0f} s wall")
-    for g, d in gdirs.items(): print(write_report(g, a.dataset, d, d.name))
+    for g, d in gdirs.items(): print(write_report(g, args.dataset, d, d.name))
 
 if __name__ == '__main__':
     main()

@@ -81,14 +81,14 @@ def main(argv=None):
     ap.add_argument('--tag', default='cpu')
     ap.add_argument('--compile', action='store_true', help='only time torch.compile of the network (part_compile)')
     ap.add_argument('--data', action='store_true', help="only time the making of a step's batches (part_data)")
-    a = ap.parse_args(argv)
-    for c in a.custom:
+    args = ap.parse_args(argv)
+    for c in args.custom:
         name, threads, ov = c.split('|')
-        VARIANTS[name] = (ov.split(), int(threads)); a.variants.append(name)
-    a.variants = [v for v in a.variants if v in VARIANTS]
-    if a.compile or a.data:
-        part, res = ('compile', part_compile(a.reps)) if a.compile else ('data', part_data(a.reps))
-        (RESULTS / f'levers_{part}_{a.tag}.json').write_text(json.dumps(res, indent=1)); print(json.dumps(res, indent=1)); return
+        VARIANTS[name] = (ov.split(), int(threads)); args.variants.append(name)
+    args.variants = [v for v in args.variants if v in VARIANTS]
+    if args.compile or args.data:
+        part, res = ('compile', part_compile(args.reps)) if args.compile else ('data', part_data(args.reps))
+        (RESULTS / f'levers_{part}_{args.tag}.json').write_text(json.dumps(res, indent=1)); print(json.dumps(res, indent=1)); return
     from ael_nb.config import get_config
     from ael_nb.core import device_name
     from ael_nb.train import setup
@@ -97,17 +97,17 @@ def main(argv=None):
     tmp = Path(tempfile.mkdtemp(prefix='ael_levers_'))
     base = ['run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'optim.iters=800', 'method.alpha_rampup=400',
             'model.channels_last=false', 'method.acm_targets=all',
-            f'eval.max_images={a.eval_images}', 'data.check=false']
+            f'eval.max_images={args.eval_images}', 'data.check=false']
     runs = {}
-    for name in a.variants:
+    for name in args.variants:
         ov, _ = VARIANTS[name]
         torch.set_num_threads(2)
-        runs[name] = setup(get_config('cpu', overrides=base + a.set + ov + [f"run.out={tmp / name.replace(' ', '_').replace(',', '').replace('+', 'p')}"]))
+        runs[name] = setup(get_config('cpu', overrides=base + args.set + ov + [f"run.out={tmp / name.replace(' ', '_').replace(',', '').replace('+', 'p')}"]))
     step_t = {n: [] for n in runs}; cpu_t = {n: [] for n in runs}; data_t = {n: [] for n in runs}; eval_t = {n: [] for n in runs if 'acm_targets' not in n and 'batch' not in n}   # the network's cost only: one model, per val scene
     def steps(name, timed=False):
         torch.set_num_threads(VARIANTS[name][1])
         run, ts, cs = runs[name], [], []
-        for _ in range(a.steps):
+        for _ in range(args.steps):
             tr = Trace(timed=True) if timed else None
             t0, c0 = time.perf_counter(), time.process_time(); run.step(tr)
             if run.state.sources is not None and run.state.sources.future is not None: run.state.sources.future.result()
@@ -120,27 +120,27 @@ def main(argv=None):
         run.cfg.eval.models = ('teacher',)       # evaluate_models reads state.cfg, the same object
         t0, c0 = time.perf_counter(), time.process_time(); evaluate_models(run.state, run.data, run.device)
         run.cfg.eval.models = models
-        return (time.perf_counter() - t0) / a.eval_images, (time.process_time() - c0) / a.eval_images
+        return (time.perf_counter() - t0) / args.eval_images, (time.process_time() - c0) / args.eval_images
     for name in runs: steps(name)                                            # warm-up (and the ACM table fills)
-    for rnd in range(a.reps):
+    for rnd in range(args.reps):
         for name in runs:
             w, c = steps(name); step_t[name].append(w); cpu_t[name].append(c)
         for name in runs: steps(name, timed=True) if rnd == 0 else None
         for name in eval_t: eval_t[name].append(evals(name))
-        print(f"round {rnd + 1}/{a.reps}: " + ', '.join(f"{n} {step_t[n][-1]:.3f}" for n in runs), flush=True)
-    ref = a.variants[0]
+        print(f"round {rnd + 1}/{args.reps}: " + ', '.join(f"{n} {step_t[n][-1]:.3f}" for n in runs), flush=True)
+    ref = args.variants[0]
     res = dict(when=dt.datetime.now().isoformat(timespec='seconds'), host=dict(cpus=os.cpu_count(), cpu=device_name('cpu'),
                torch=torch.__version__, load_avg=os.getloadavg(), cpu_capability=torch.backends.cpu.get_cpu_capability()),
-               setting=dict(preset='cpu', overrides=base + a.set, steps_per_round=a.steps, rounds=a.reps, eval_images=a.eval_images),
+               setting=dict(preset='cpu', overrides=base + args.set, steps_per_round=args.steps, rounds=args.reps, eval_images=args.eval_images),
                step={n: dict(spread(step_t[n]), ratio_to_ref=spread([x / y for x, y in zip(step_t[n], step_t[ref])]),
                              cpu=spread(cpu_t[n]), cpu_ratio_to_ref=spread([x / y for x, y in zip(cpu_t[n], cpu_t[ref])]),
                              data_s=statistics.median(data_t[n]) if data_t[n] else None) for n in runs},
                eval_per_image={n: dict(wall=spread([w for w, _ in ts]), cpu=spread([c for _, c in ts])) for n, ts in eval_t.items()})
     for r in runs.values(): r.close()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f'levers_{a.tag}.json').write_text(json.dumps(res, indent=1))
-    md = [f"# Levers on the CPU ({a.tag}: {res['host']['cpu']}; {res['when']}, load average at the end {res['host']['load_avg'][0]:.1f})\n",
-          f"`python bench/levers.py {' '.join(sys.argv[1:] if argv is None else argv)}`: {a.reps} interleaved rounds of {a.steps} AEL steps per variant (`cpu` preset, "
+    (RESULTS / f'levers_{args.tag}.json').write_text(json.dumps(res, indent=1))
+    md = [f"# Levers on the CPU ({args.tag}: {res['host']['cpu']}; {res['when']}, load average at the end {res['host']['load_avg'][0]:.1f})\n",
+          f"`python bench/levers.py {' '.join(sys.argv[1:] if argv is None else argv)}`: {args.reps} interleaved rounds of {args.steps} AEL steps per variant (`cpu` preset, "
           f"800-step schedule), median of each round's steps; ratio = per-round ratio to `{ref}`.\n",
           '| variant | step s (median) | min-max | ratio to ref (median, min-max) | CPU s (median, min-max) | CPU ratio to ref | data s |',
           '|---|---|---|---|---|---|---|']
@@ -152,7 +152,7 @@ def main(argv=None):
     md += ['\n| evaluation of one model, per val scene | wall s (median, min-max) | CPU s (median, min-max) |', '|---|---|---|']
     md += [f"| {k} | {v['wall']['median_s']:.4f} ({v['wall']['min_s']:.4f}-{v['wall']['max_s']:.4f}) | "
            f"{v['cpu']['median_s']:.4f} ({v['cpu']['min_s']:.4f}-{v['cpu']['max_s']:.4f}) |" for k, v in res['eval_per_image'].items()]
-    (RESULTS / f'levers_{a.tag}.md').write_text('\n'.join(md) + '\n')
+    (RESULTS / f'levers_{args.tag}.md').write_text('\n'.join(md) + '\n')
     print('\n'.join(md))
 
 if __name__ == '__main__':

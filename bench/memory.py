@@ -25,12 +25,12 @@ from ael_nb.model import build_model
 
 def step_peak(cfg, images: int, size, device: str, amp: str, num_classes: int) -> float:
     "GB at the peak of one student step (CUDA: max_memory_allocated; CPU: rise of ru_maxrss during the step, weights excluded)."
-    mc = cfg.model
+    model_cfg = cfg.model
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        student = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout,
-                              checkpointing=mc.checkpointing).to(device)
-        teacher = build_model(num_classes, mc.backbone, mc.output_stride, mc.deep_stem, mc.aux, None, dropout=mc.dropout).to(device).eval()
+        shape = (num_classes, model_cfg.backbone, model_cfg.output_stride, model_cfg.deep_stem, model_cfg.aux, None)
+        student = build_model(*shape, dropout=model_cfg.dropout, checkpointing=model_cfg.checkpointing).to(device)
+        teacher = build_model(*shape, dropout=model_cfg.dropout).to(device).eval()
     opt = torch.optim.SGD(student.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(images, 3, *size, device=device)
     y = torch.randint(0, num_classes, (images, *size), device=device)
@@ -48,12 +48,12 @@ def step_peak(cfg, images: int, size, device: str, amp: str, num_classes: int) -
     return torch.cuda.max_memory_allocated() / 1024 ** 3
 
 
-def cpu_extrapolation(a, cfg, images, est) -> int:
+def cpu_extrapolation(args, cfg, images, est) -> int:
     "The CPU method of the module docstring: two probe sizes in fresh processes, linear in pixels, plus the weights."
     peaks = {}
-    for n in a.probe:
-        cmd = [sys.executable, __file__, '--preset', a.preset, '--gpus', str(a.gpus), '--classes', str(a.classes), '--images', str(images),
-               '--child', str(n)] + a.overrides
+    for n in args.probe:
+        cmd = [sys.executable, __file__, '--preset', args.preset, '--gpus', str(args.gpus), '--classes', str(args.classes), '--images', str(images),
+               '--child', str(n)] + args.overrides
         r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS='1'))
         if r.returncode: sys.exit(f"memory.py: probe {n} failed: {r.stderr[-1000:]}")
         peaks[n] = float(r.stdout.split()[-1])
@@ -61,12 +61,12 @@ def cpu_extrapolation(a, cfg, images, est) -> int:
     slope = (p1 - p0) / (n1 * n1 - n0 * n0)
     h, w = cfg.data.crop_size
     step = p0 + slope * (h * w - n0 * n0)
-    row = dict(preset=a.preset, device='cpu (extrapolated)', crop=[h, w], backbone=cfg.model.backbone, output_stride=cfg.model.output_stride,
+    row = dict(preset=args.preset, device='cpu (extrapolated)', crop=[h, w], backbone=cfg.model.backbone, output_stride=cfg.model.output_stride,
                checkpointing=cfg.model.checkpointing, images_per_gpu=images, amp='none', probes_gb=peaks,
                peak_gb=est['weights_gb'] / 2 + step, estimate_gb=est['weights_gb'] + est['act_per_image_gb'] * images)
     print(json.dumps(row), flush=True)
-    if a.json:
-        with open(a.json, 'w') as f: json.dump([row], f, indent=1)
+    if args.json:
+        with open(args.json, 'w') as f: json.dump([row], f, indent=1)
     return 0
 
 
@@ -79,25 +79,25 @@ def main(argv=None):
     p.add_argument('--probe', type=int, nargs=2, default=(97, 161), help='CPU: the two probe sizes')
     p.add_argument('--child', type=int, help=argparse.SUPPRESS)       # CPU: one probe step in this process, print its GB
     p.add_argument('--json'); p.add_argument('overrides', nargs='*')
-    a = p.parse_args(argv)
-    cfg = resolve(train_argv(a.preset, overrides=a.overrides + ([f'data.crop_size={a.size}'] if a.size else [])))
-    b = batch_arithmetic(cfg, a.gpus)
-    images = a.images or b['labeled_per_gpu'] + b['unlabeled_per_gpu']
-    if a.child:
-        torch.set_num_threads(1); print(step_peak(cfg, images, (a.child, a.child), 'cpu', 'none', a.classes)); return 0
-    est = memory_estimate(cfg, a.gpus, num_classes=a.classes)
-    if not a.device.startswith('cuda'): return cpu_extrapolation(a, cfg, images, est)
+    args = p.parse_args(argv)
+    cfg = resolve(train_argv(args.preset, overrides=args.overrides + ([f'data.crop_size={args.size}'] if args.size else [])))
+    b = batch_arithmetic(cfg, args.gpus)
+    images = args.images or b['labeled_per_gpu'] + b['unlabeled_per_gpu']
+    if args.child:
+        torch.set_num_threads(1); print(step_peak(cfg, images, (args.child, args.child), 'cpu', 'none', args.classes)); return 0
+    est = memory_estimate(cfg, args.gpus, num_classes=args.classes)
+    if not args.device.startswith('cuda'): return cpu_extrapolation(args, cfg, images, est)
     rows = []
     for amp in ('none', 'bf16'):
-        peak = step_peak(cfg, images, cfg.data.crop_size, a.device, amp, a.classes)
-        rows.append(dict(preset=a.preset, device=torch.cuda.get_device_name() if a.device.startswith('cuda') else 'cpu',
+        peak = step_peak(cfg, images, cfg.data.crop_size, args.device, amp, args.classes)
+        rows.append(dict(preset=args.preset, device=torch.cuda.get_device_name() if args.device.startswith('cuda') else 'cpu',
                          crop=list(cfg.data.crop_size), backbone=cfg.model.backbone, output_stride=cfg.model.output_stride,
                          checkpointing=cfg.model.checkpointing, images_per_gpu=images, amp=amp, peak_gb=peak,
                          estimate_gb=est['weights_gb'] + est['act_per_image_gb'] * images))
         print(json.dumps(rows[-1]), flush=True)
-        if a.device.startswith('cuda'): torch.cuda.empty_cache()
-    if a.json:
-        with open(a.json, 'w') as f: json.dump(rows, f, indent=1)
+        if args.device.startswith('cuda'): torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, 'w') as f: json.dump(rows, f, indent=1)
     return 0
 
 

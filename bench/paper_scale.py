@@ -64,26 +64,26 @@ def run_stats(run_dir, warm: int = 1) -> dict:
                 miou={k: round(100 * v['miou'], 1) for k, v in (s.get('last') or {}).items()})
 
 
-def common(a) -> list[str]:
-    return [f'run.device={a.device}', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'data.check=false']
+def common(args) -> list[str]:
+    return [f'run.device={args.device}', 'run.progress=false', 'run.tensorboard=false', 'run.plots=false', 'data.check=false']
 
 
 from ael_nb.plan import TINY as _TINY      # the kit's tiny setting, less what a part sets itself (steps, evaluation, logging)
 TINY = [o for o in _TINY if o.split('=')[0] not in ('optim.iters', 'eval.interval', 'run.log_interval', 'run.progress', 'run.tensorboard', 'run.plots', 'data.check')]
 
 
-def part_launch(a, R, log) -> dict:
+def part_launch(args, R, log) -> dict:
     "The built-in data on one GPU through ael-launch -> torchrun -> ael-train."
-    ov = common(a) + [f'optim.iters={a.launch_steps}', 'eval.interval=0', 'run.log_interval=10'] + (TINY if a.tiny else [])
-    r = run_cmd(['ael-launch', '--preset', 'cpu', '--gpus', '1', '--out-root', R / 'launch'] + ov, log, a.timeout)
+    ov = common(args) + [f'optim.iters={args.launch_steps}', 'eval.interval=0', 'run.log_interval=10'] + (TINY if args.tiny else [])
+    r = run_cmd(['ael-launch', '--preset', 'cpu', '--gpus', '1', '--out-root', R / 'launch'] + ov, log, args.timeout)
     return dict(r, **run_stats(R / 'launch' / 'cpu' / 'drawn_seed0'))
 
 
-def part_default(a, R, log) -> dict:
+def part_default(args, R, log) -> dict:
     "The README's first run, `ael-train` with no settings but its folder and device: wall time, the step time it announces, its result."
     d = R / 'default'
-    r = run_cmd(['ael-train', '--out', d, f'run.device={a.device}', 'run.progress=false'] + (TINY + ['optim.iters=4'] if a.tiny else []),
-                log, max(a.timeout, 300))
+    r = run_cmd(['ael-train', '--out', d, f'run.device={args.device}', 'run.progress=false'] + (TINY + ['optim.iters=4'] if args.tiny else []),
+                log, max(args.timeout, 300))
     sm = summary_of(d)
     said = [l.strip() for l in Path(log).read_text().splitlines() if 'a step here' in l]
     return dict(r, it=sm.get('it'), time_s=round(sm['time_s'], 1) if sm.get('time_s') is not None else None, amp=sm.get('amp'), announced=said[-1] if said else None,
@@ -94,40 +94,40 @@ VARIANTS = {'fp32': [], 'bf16': ['optim.amp=bf16'], 'fp32+ckpt': ['model.checkpo
             'bf16+ckpt': ['optim.amp=bf16', 'model.checkpointing=true']}
 
 
-def paper_overrides(a) -> list[str]:
+def paper_overrides(args) -> list[str]:
     "The cityscapes preset on synthetic scenes at its crop, 2 + 2 images per GPU, from scratch (the network and batch of the paper)."
-    half = (a.size + 1) // 2        # scenes drawn at half size and scaled x2 (rendering a 769^2 scene costs ~0.5 s of CPU)
-    return ['data.dataset=synthetic', f'data.synthetic_size={half},{half}', 'data.scale=2,2', f'data.crop_size={a.size}',
-            'data.synthetic_n=64', 'data.batch_size=2', f'data.num_workers={a.workers}', 'model.pretrained=none',
+    half = (args.size + 1) // 2        # scenes drawn at half size and scaled x2 (rendering a 769^2 scene costs ~0.5 s of CPU)
+    return ['data.dataset=synthetic', f'data.synthetic_size={half},{half}', 'data.scale=2,2', f'data.crop_size={args.size}',
+            'data.synthetic_n=64', 'data.batch_size=2', f'data.num_workers={args.workers}', 'model.pretrained=none',
             'method.cp_exclude=0,1,2,3,4',   # the preset's Cityscapes ids (road ... sky) are synthetic's 0-4
-            f'model.backbone={a.backbone}', f'model.output_stride={a.os}']
+            f'model.backbone={args.backbone}', f'model.output_stride={args.os}']
 
 
-def floor_run(a, out, log, tag, preset, ov, extra=()) -> dict:
+def floor_run(args, out, log, tag, preset, ov, extra=()) -> dict:
     "bench/floor.py in a subprocess (its report lands in `out`); its JSON, or the reason there is none."
-    cmd = [sys.executable, Path(__file__).resolve().parent / 'floor.py', '--device', a.device, '--preset', preset,
-           '--reps', a.reps, '--tag', tag, '--out', out, *extra, '--set', *ov]
-    r = run_cmd(cmd, log, a.floor_timeout)
+    cmd = [sys.executable, Path(__file__).resolve().parent / 'floor.py', '--device', args.device, '--preset', preset,
+           '--reps', args.reps, '--tag', tag, '--out', out, *extra, '--set', *ov]
+    r = run_cmd(cmd, log, args.floor_timeout)
     f = Path(out) / f'floor_{tag}.json'
     return dict(r, **(json.loads(f.read_text()) if r['rc'] == 0 and f.is_file() else dict(error='no report; see the log')))
 
 
-def part_floor(a, R, log) -> dict:
+def part_floor(args, R, log) -> dict:
     "Step vs floor at paper scale and with the `cpu` preset (loaders 'auto', then in the main process)."
-    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
-    small = ['--tiny'] if a.tiny else []
-    return dict(paper=floor_run(a, a.out, log, f'{a.dev_tag}_paper', 'cityscapes', common(a) + paper),
-                small=floor_run(a, a.out, log, f'{a.dev_tag}_small', 'cpu', common(a), small),
-                small_no_workers=floor_run(a, a.out, log, f'{a.dev_tag}_small_w0', 'cpu',
-                                           common(a) + ['data.num_workers=0', 'data.pin_memory=false'], small))
+    paper = [o for o in paper_overrides(args) if not o.startswith('data.num_workers')]
+    small = ['--tiny'] if args.tiny else []
+    return dict(paper=floor_run(args, args.out, log, f'{args.dev_tag}_paper', 'cityscapes', common(args) + paper),
+                small=floor_run(args, args.out, log, f'{args.dev_tag}_small', 'cpu', common(args), small),
+                small_no_workers=floor_run(args, args.out, log, f'{args.dev_tag}_small_w0', 'cpu',
+                                           common(args) + ['data.num_workers=0', 'data.pin_memory=false'], small))
 
 
-def part_switches(a, R, log) -> dict:
+def part_switches(args, R, log) -> dict:
     "AEL's step at paper scale under each speed switch, beside its floor (compile last: its first step is the compile time)."
-    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
-    names = [n for n in a.switches if 'compile' not in n and 'deterministic' not in n]
+    paper = [o for o in paper_overrides(args) if not o.startswith('data.num_workers')]
+    names = [n for n in args.switches if 'compile' not in n and 'deterministic' not in n]
     if not names: return dict(skipped='no switch set without compile in --switches')
-    return floor_run(a, a.out, log, f'{a.dev_tag}_paper_switches', 'cityscapes', common(a) + paper, ['--switches', *names])
+    return floor_run(args, args.out, log, f'{args.dev_tag}_paper_switches', 'cityscapes', common(args) + paper, ['--switches', *names])
 
 
 DET_SWITCHES = ['fp32', 'fp32 + deterministic', 'bf16 + channels_last', 'bf16 + channels_last + deterministic']
@@ -138,38 +138,38 @@ def has_deterministic() -> bool:
     return has()
 
 
-def part_detcost(a, R, log) -> dict:
+def part_detcost(args, R, log) -> dict:
     "AEL's step with and without `run.deterministic` (fp32; bf16 + channels_last), same process, at paper and small scale."
     from floor import DETERMINISTIC_MISSING
     if not has_deterministic(): return dict(skipped=DETERMINISTIC_MISSING)
-    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
-    small = ['--tiny'] if a.tiny else []
-    return dict(paper=floor_run(a, a.out, log, f'{a.dev_tag}_paper_det', 'cityscapes', common(a) + paper, ['--switches', *DET_SWITCHES]),
-                small=floor_run(a, a.out, log, f'{a.dev_tag}_small_det', 'cpu', common(a), small + ['--switches', *DET_SWITCHES]))
+    paper = [o for o in paper_overrides(args) if not o.startswith('data.num_workers')]
+    small = ['--tiny'] if args.tiny else []
+    return dict(paper=floor_run(args, args.out, log, f'{args.dev_tag}_paper_det', 'cityscapes', common(args) + paper, ['--switches', *DET_SWITCHES]),
+                small=floor_run(args, args.out, log, f'{args.dev_tag}_small_det', 'cpu', common(args), small + ['--switches', *DET_SWITCHES]))
 
 
-def part_compile(a, R, log) -> dict:
+def part_compile(args, R, log) -> dict:
     "torch.compile at paper scale: its first step (the compile time) and steady step beside the same switches without it."
-    paper = [o for o in paper_overrides(a) if not o.startswith('data.num_workers')]
-    names = [n.replace(' + compile', '') for n in a.switches if 'compile' in n]
+    paper = [o for o in paper_overrides(args) if not o.startswith('data.num_workers')]
+    names = [n.replace(' + compile', '') for n in args.switches if 'compile' in n]
     names = [m for n in names for m in (n, n + ' + compile')]
     if not names: return dict(skipped='no compile switch set in --switches')
-    return floor_run(a, a.out, log, f'{a.dev_tag}_paper_compile', 'cityscapes', common(a) + paper, ['--switches', *names])
+    return floor_run(args, args.out, log, f'{args.dev_tag}_paper_compile', 'cityscapes', common(args) + paper, ['--switches', *names])
 
 
-def part_scale(a, R, log) -> dict:
+def part_scale(args, R, log) -> dict:
     "The cityscapes preset at its crop on synthetic scenes, one GPU, 2 + 2 images: one run per variant."
-    ov = common(a) + paper_overrides(a) + [f'optim.iters={a.steps}', 'eval.interval=0', 'eval.max_images=1', 'eval.models=teacher',
-                                           'eval.num_workers=0', 'eval.protocol=whole', f'run.log_interval={max(1, a.steps // 4)}']
-    half = (a.size + 1) // 2
+    ov = common(args) + paper_overrides(args) + [f'optim.iters={args.steps}', 'eval.interval=0', 'eval.max_images=1', 'eval.models=teacher',
+                                           'eval.num_workers=0', 'eval.protocol=whole', f'run.log_interval={max(1, args.steps // 4)}']
+    half = (args.size + 1) // 2
     out = {}
-    for v in a.variants:
+    for v in args.variants:
         root = R / f'scale_{v.replace("+", "_")}'
-        r = run_cmd(['ael-launch', '--preset', 'cityscapes', '--gpus', '1', '--out-root', root] + ov + VARIANTS[v], log, a.timeout)
+        r = run_cmd(['ael-launch', '--preset', 'cityscapes', '--gpus', '1', '--out-root', root] + ov + VARIANTS[v], log, args.timeout)
         out[v] = dict(r, **run_stats(root / 'cityscapes' / 'drawn_seed0'))
         print(f"scale {v}: {json.dumps(out[v])}", flush=True)
-    return dict(setting=dict(crop=a.size, scenes=f'{half}x{half} scaled x2', backbone=a.backbone, output_stride=a.os,
-                             images_per_gpu='2 labeled + 2 unlabeled (+2 ACM sources through the teacher)', steps=a.steps,
+    return dict(setting=dict(crop=args.size, scenes=f'{half}x{half} scaled x2', backbone=args.backbone, output_stride=args.os,
+                             images_per_gpu='2 labeled + 2 unlabeled (+2 ACM sources through the teacher)', steps=args.steps,
                              classes=10), variants=out)
 
 
@@ -199,13 +199,13 @@ def saved_step(run_dir):
     return int(torch.load(p, map_location='cpu', weights_only=False)['it'])
 
 
-def signal_run(cmd, run_dir, log, a, sig: str = 'SIGTERM') -> dict:
+def signal_run(cmd, run_dir, log, args, sig: str = 'SIGTERM') -> dict:
     "Start `cmd`, send `sig` after `a.sig_step` logged steps, report its exit status and the step latest.pth holds."
     from ael_nb.faults import descendants
     with open(log, 'a') as f:
-        f.write(f"\n$ {shlex.join(map(str, cmd))}   ({sig} after step {a.sig_step})\n"); f.flush()
+        f.write(f"\n$ {shlex.join(map(str, cmd))}   ({sig} after step {args.sig_step})\n"); f.flush()
         p = subprocess.Popen(list(map(str, cmd)), stdout=f, stderr=subprocess.STDOUT)
-        logged = wait_for_step(run_dir, p, a.sig_step, a.timeout)
+        logged = wait_for_step(run_dir, p, args.sig_step, args.timeout)
         if p.poll() is not None: return dict(cmd=shlex.join(map(str, cmd)), error=f'ended by itself with {p.returncode} before the signal')
         ranks = descendants(p.pid)                  # torchrun's training processes (and their loader workers)
         t = time.time(); p.send_signal(getattr(signal, sig))
@@ -222,44 +222,44 @@ def summary_of(run_dir) -> dict:
     return json.loads(p.read_text()) if p.is_file() else {}
 
 
-def signal_overrides(a, deterministic: bool) -> list[str]:
+def signal_overrides(args, deterministic: bool) -> list[str]:
     "The `cpu` preset's runs of the signals and spread parts: a checkpoint every 5 steps (a kill resumes from one)."
     det = [f'run.deterministic={str(deterministic).lower()}'] if has_deterministic() else []
-    return (common(a) + ['optim.iters=100000', 'eval.interval=0', 'run.log_interval=5',
+    return (common(args) + ['optim.iters=100000', 'eval.interval=0', 'run.log_interval=5',
                          'run.checkpoint_interval=5'] + det
-            + (TINY if a.tiny else []))
+            + (TINY if args.tiny else []))
 
 
-def uninterrupted(a, d, ov, log) -> dict:
+def uninterrupted(args, d, ov, log) -> dict:
     "One `ael-train` run to `--resume-to`: its status, step and weights digests."
-    r = run_cmd(['ael-train', '--preset', 'cpu', '--out', d] + ov + [f'run.stop_at={a.resume_to}'], log, a.timeout)
+    r = run_cmd(['ael-train', '--preset', 'cpu', '--out', d] + ov + [f'run.stop_at={args.resume_to}'], log, args.timeout)
     sm = summary_of(d)
     return dict(r, weights=sm.get('weights'), teacher_weights=sm.get('teacher_weights'), it=sm.get('it'))
 
 
-def part_signals(a, R, log) -> dict:
+def part_signals(args, R, log) -> dict:
     "Stop signals and a kill to ael-train and to torchrun (expect 75), `--resume` of each to a common step, and a reference."
     from ael_nb.launch import torchrun_argv, train_argv
     from ael_nb.core import EXIT_REQUEUE
     from floor import DETERMINISTIC_MISSING
-    ov = signal_overrides(a, True)
-    upto = [f'run.stop_at={a.resume_to}']
+    ov = signal_overrides(args, True)
+    upto = [f'run.stop_at={args.resume_to}']
     direct = lambda d, *x: ['ael-train', '--preset', 'cpu', '--out', d, *x] + ov
     via_torchrun = lambda d: torchrun_argv(train_argv('cpu', out=str(d), overrides=ov), gpus=1)
-    out = dict(expected_rc=EXIT_REQUEUE, resume_to=a.resume_to, runs={}, deterministic=has_deterministic())
+    out = dict(expected_rc=EXIT_REQUEUE, resume_to=args.resume_to, runs={}, deterministic=has_deterministic())
     if not has_deterministic(): out['note'] = f"{DETERMINISTIC_MISSING}; on CUDA the comparison says nothing without it"
-    out['reference'] = uninterrupted(a, R / 'sig_reference', ov, log)
+    out['reference'] = uninterrupted(args, R / 'sig_reference', ov, log)
     for who, argv in (('ael-train', direct), ('torchrun', via_torchrun)):
-        for sig in a.signals:
+        for sig in args.signals:
             d = R / f"sig_{who}_{sig}"
-            x = signal_run(argv(d), d, log, a, sig)
+            x = signal_run(argv(d), d, log, args, sig)
             it = x.get('latest_it')
             if it is None: x['resume'] = dict(skipped='no latest.pth after the signal: nothing to resume from')
-            elif it >= a.resume_to: x['resume'] = dict(skipped=f'saved step {it} is past --resume-to {a.resume_to}')
+            elif it >= args.resume_to: x['resume'] = dict(skipped=f'saved step {it} is past --resume-to {args.resume_to}')
             else:
                 cmd = direct(d, '--resume') + upto if who == 'ael-train' else torchrun_argv(
                     train_argv('cpu', out=str(d), resume=True, overrides=ov + upto), gpus=1)
-                s = dict(run_cmd(cmd, log, a.timeout)); sm = summary_of(d)
+                s = dict(run_cmd(cmd, log, args.timeout)); sm = summary_of(d)
                 same = [sm.get(k) == out['reference'][k] for k in ('weights', 'teacher_weights')]
                 s.update(from_it=it, it=sm.get('it'), identical=sm.get('weights') is not None and all(same))
                 x['resume'] = s
@@ -279,10 +279,10 @@ def weights_apart(p, q) -> dict:
     return dict(max_abs=float(d.abs().max()), rel_l2=float(d.norm() / ref.norm()))
 
 
-def part_spread(a, R, log) -> dict:
+def part_spread(args, R, log) -> dict:
     "Two uninterrupted runs without `run.deterministic`: their digests, how far their weights and last losses lie apart."
-    ov = signal_overrides(a, False)
-    runs = {f'run {i}': dict(uninterrupted(a, R / f'spread_{i}', ov, log), **run_stats(R / f'spread_{i}')) for i in (1, 2)}
+    ov = signal_overrides(args, False)
+    runs = {f'run {i}': dict(uninterrupted(args, R / f'spread_{i}', ov, log), **run_stats(R / f'spread_{i}')) for i in (1, 2)}
     x, y = runs.values()
     out = dict(runs=runs, identical=x['weights'] is not None and (x['weights'], x['teacher_weights']) == (y['weights'], y['teacher_weights']))
     try: out['student_apart'] = weights_apart(R / 'spread_1', R / 'spread_2')
@@ -399,21 +399,21 @@ def main(argv=None):
     p.add_argument('--budget', type=float, default=float(env_default('BUDGET', 540)),
                    help='seconds for everything: later parts are skipped, runs stopped (the device tool allows 600 a command)')
     p.add_argument('--tiny', action='store_true', default=env_default('TINY', '0') == '1', help='tiny scenes and ResNet-18 (plumbing test)')
-    a = p.parse_args(argv)
+    args = p.parse_args(argv)
     import tempfile, torch
-    out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    a.dev_tag = 'cuda' if a.device.startswith('cuda') else 'cpu_dry'
-    R = Path(a.runs or tempfile.mkdtemp(prefix='ael_ps_'))
-    if a.device.startswith('cuda') and not torch.cuda.is_available(): sys.exit('paper_scale: --device cuda but torch sees no GPU')
-    res = dict(device=torch.cuda.get_device_name() if a.device.startswith('cuda') else 'cpu', torch=torch.__version__,
-               started=time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()), args=vars(a), runs=str(R))
+    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    args.dev_tag = 'cuda' if args.device.startswith('cuda') else 'cpu_dry'
+    R = Path(args.runs or tempfile.mkdtemp(prefix='ael_ps_'))
+    if args.device.startswith('cuda') and not torch.cuda.is_available(): sys.exit('paper_scale: --device cuda but torch sees no GPU')
+    res = dict(device=torch.cuda.get_device_name() if args.device.startswith('cuda') else 'cpu', torch=torch.__version__,
+               started=time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()), args=vars(args), runs=str(R))
     t0 = time.time()
     global DEADLINE
-    DEADLINE = t0 + a.budget
+    DEADLINE = t0 + args.budget
     for part, fn in PARTS.items():
-        if part not in a.parts: continue
-        if time.time() > DEADLINE - 10: res[part] = dict(skipped=f'--budget {a.budget} s spent'); continue
-        try: res[part] = fn(a, R, out / f'paper_scale_{part}.log')
+        if part not in args.parts: continue
+        if time.time() > DEADLINE - 10: res[part] = dict(skipped=f'--budget {args.budget} s spent'); continue
+        try: res[part] = fn(args, R, out / f'paper_scale_{part}.log')
         except Exception as e: res[part] = dict(error=f'{type(e).__name__}: {e}')
         print(f"{part}: done at {time.time() - t0:.0f} s", flush=True)
         res['total_s'] = round(time.time() - t0, 1)

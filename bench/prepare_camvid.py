@@ -16,9 +16,9 @@ def main():
     ap.add_argument('--src', default=os.environ.get('AEL_CAMVID_ROOT'), help='CamVid root (default: $AEL_CAMVID_ROOT)')
     ap.add_argument('--dst', default=str(Path(__file__).resolve().parent / '_work' / 'camvid_180x240'))
     ap.add_argument('--size', type=int, nargs=2, default=(180, 240), metavar=('H', 'W'))
-    a = ap.parse_args()
-    if not a.src: ap.error('no CamVid root: pass --src or set AEL_CAMVID_ROOT')
-    src, dst, (h, w) = Path(a.src), Path(a.dst), a.size
+    args = ap.parse_args()
+    if not args.src: ap.error('no CamVid root: pass --src or set AEL_CAMVID_ROOT')
+    src, dst, (h, w) = Path(args.src), Path(args.dst), args.size
     if not (src / 'train').is_dir(): ap.error(f'{src}: no train/ folder (SegNet CamVid layout expected)')
     n = 0
     for split in ('train', 'val'):

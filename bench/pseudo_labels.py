@@ -27,21 +27,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('runs', nargs='+', type=Path); ap.add_argument('--from-step', type=int, default=400)
     ap.add_argument('--csv', type=Path, help='write the per-run, per-class counts here')
-    a = ap.parse_args(argv)
-    try: per_run = [loss_classes({label(r): r}, a.from_step) for r in a.runs]
+    args = ap.parse_args(argv)
+    try: per_run = [loss_classes({label(r): r}, args.from_step) for r in args.runs]
     except (FileNotFoundError, ValueError) as e: sys.exit(str(e))
     lc = pd.concat(per_run, ignore_index=True)
     sh = tail_shares(lc)
     tail = list(lc[lc.group == 'tail'].cls.unique())
-    print(f"tail classes' share of the unlabeled loss in the stored traces from step {a.from_step} on (tail: {', '.join(tail)})")
-    for run, part in zip(a.runs, per_run):
+    print(f"tail classes' share of the unlabeled loss in the stored traces from step {args.from_step} on (tail: {', '.join(tail)})")
+    for run, part in zip(args.runs, per_run):
         (lab, seed), = part[['label', 'seed']].drop_duplicates().itertuples(index=False)
         s, t = sh.loc[(lab, seed)], part[part.group == 'tail'].set_index('cls')
-        rates = [r['pass_rate'] for r in read_metrics(run) if r.get('it', 0) >= a.from_step and 'pass_rate' in r]
+        rates = [r['pass_rate'] for r in read_metrics(run) if r.get('it', 0) >= args.from_step and 'pass_rate' in r]
         passed = f"; passed the threshold: {min(rates):.2f}-{max(rates):.2f} of the pixels" if rates else ''
         print(f"{lab} (seed {seed}, {part.traces.iloc[0]} traces): tail share of pseudo-labels {s.pseudo:.2f}%, kept {s.kept:.2f}%, "
               f"loss weight {s.weight:.2f}%; tail pixels " + ', '.join(f"{c} {t.pseudo[c]}" for c in tail) + passed)
-    if a.csv: atomic_write_text(a.csv, lc.to_csv(index=False)); print(f"wrote {a.csv}")
+    if args.csv: atomic_write_text(args.csv, lc.to_csv(index=False)); print(f"wrote {args.csv}")
 
 
 if __name__ == '__main__':

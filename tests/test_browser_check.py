@@ -16,14 +16,14 @@ def nb(tmp_path):
 
 
 def test_parse_args_defaults(nb):
-    a = bc.parse_args([str(nb)])
-    assert (a.notebook, a.click, a.times, a.port, a.window_size) == (nb, None, 1, 0, (1400, 1800))
-    assert a.watch == ['.jp-OutputArea-output img'] and a.screenshot == Path('browser_check.png')
+    args = bc.parse_args([str(nb)])
+    assert (args.notebook, args.click, args.times, args.port, args.window_size) == (nb, None, 1, 0, (1400, 1800))
+    assert args.watch == ['.jp-OutputArea-output img'] and args.screenshot == Path('browser_check.png')
 
 
 def test_parse_args_click_watch(nb):
-    a = bc.parse_args([str(nb), '--click', 'step', '--times', '3', '--watch', '.widget-readout', '--watch', 'img', '--window', '800X600'])
-    assert (a.click, a.times, a.watch, a.window_size) == ('step', 3, ['.widget-readout', 'img'], (800, 600))
+    args = bc.parse_args([str(nb), '--click', 'step', '--times', '3', '--watch', '.widget-readout', '--watch', 'img', '--window', '800X600'])
+    assert (args.click, args.times, args.watch, args.window_size) == ('step', 3, ['.widget-readout', 'img'], (800, 600))
 
 
 @pytest.mark.parametrize('args, msg', [

@@ -3,8 +3,9 @@ users asks it: a resumed run (`RESUME_FREE`), a resumed checkpoint (`RUN_KEYS`),
 (`WEIGHTS_FREE`) and a supervised reference cell (`ael_nb.cli.SETTING_IGNORED`)."""
 import pytest
 from ael_nb.cli import SETTING_IGNORED, setting_of
-from ael_nb.config import (RESUME_FREE, RUN_KEYS, WEIGHTS_FREE, AllBut, Config, config_diff, flat_settings, get_config,
-                           save_config, to_dict, valid_keys)
+import yaml
+from ael_nb.config import (RESUME_FREE, RUN_KEYS, WEIGHTS_FREE, AllBut, Config, config_diff, flat_items, flat_settings,
+                           get_config, load_config, save_config, to_dict, upgrade_config, valid_keys)
 from ael_nb.faults import config_changes
 
 @pytest.mark.parametrize('name', ['RESUME_FREE', 'RUN_KEYS', 'WEIGHTS_FREE', 'SETTING_IGNORED'])
@@ -28,6 +29,18 @@ def test_a_stored_config_that_predates_a_key_reads_its_default():
     old = to_dict(Config()); del old['model']['head_channels']
     assert 'model.head_channels' not in config_diff(old, Config())
     assert config_diff(old, get_config('cpu'), WEIGHTS_FREE)['model.head_channels'] == (Config().model.head_channels, 64)
+
+def test_an_old_config_upgrades_to_todays_form_and_loads_as_before(tmp_path):
+    "A config.yaml written before 37bf2ad (no model.head_channels): compared in today's form, read back as before."
+    cfg = get_config('cpu'); old = to_dict(cfg); del old['model']['head_channels']
+    now = upgrade_config(old)
+    assert [k for k, _ in flat_items(now)] == valid_keys() and now['model']['head_channels'] == Config().model.head_channels
+    assert {k: v for k, v in now.items() if k != 'model'} == {k: v for k, v in old.items() if k != 'model'}
+    assert flat_settings(old) == dict(flat_items(now))
+    (tmp_path / 'config.yaml').write_text(yaml.safe_dump(old, sort_keys=False))
+    assert load_config(tmp_path / 'config.yaml') == cfg                  # the preset's value, as from_dict reads it
+    assert config_changes(cfg, tmp_path) == []
+
 
 def test_resume_check_and_reference_match_use_it(tmp_path):
     save_config(get_config('cpu', overrides=['optim.lr=0.05']), tmp_path / 'config.yaml')

@@ -633,10 +633,10 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--authors-repo', required=True, help='a SemiSeg-AEL checkout (read, not copied)')
     p.add_argument('--out', default=str(GOLDEN), help=f'golden file to write (default {GOLDEN.relative_to(ROOT)})')
-    a = p.parse_args(argv)
+    args = p.parse_args(argv)
     torch.set_num_threads(1)
-    fig, differ = figures(load_authors(a.authors_repo))
-    out = Path(a.out); out.parent.mkdir(parents=True, exist_ok=True)
+    fig, differ = figures(load_authors(args.authors_repo))
+    out = Path(args.out); out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix('.tmp'); tmp.write_text(dumps(fig) + '\n'); tmp.replace(out)
     print(f"wrote {out} ({len(fig['cases']) - len(differ)} of {len(fig['cases'])} cases match the kit)")
     return 0 if not differ else 1

@@ -52,16 +52,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument('--timeout', type=float, default=300, help='seconds for each wait: server, kernel, run all, one click (default 300)')
     ap.add_argument('--port', type=int, default=0, help='port on 127.0.0.1 (default 0: a free one)')
     ap.add_argument('--window', default='1400x1800', help='browser window WIDTHxHEIGHT (default 1400x1800)')
-    a = ap.parse_args(argv)
-    if a.notebook.suffix != '.ipynb' or not a.notebook.is_file(): ap.error(f'{a.notebook}: no such notebook (.ipynb)')
-    if a.times < 1: ap.error(f'--times {a.times}: must be at least 1')
-    if a.times != 1 and not a.click: ap.error('--times needs --click')
-    if not 0 <= a.port < 65536: ap.error(f'--port {a.port}: not a port number')
-    try: a.window_size = tuple(int(v) for v in a.window.lower().split('x'))
-    except ValueError: a.window_size = ()
-    if len(a.window_size) != 2 or min(a.window_size) < 200: ap.error(f'--window {a.window}: expected WIDTHxHEIGHT, e.g. 1400x1800')
-    a.watch = a.watch or DEFAULT_WATCH
-    return a
+    args = ap.parse_args(argv)
+    if args.notebook.suffix != '.ipynb' or not args.notebook.is_file(): ap.error(f'{args.notebook}: no such notebook (.ipynb)')
+    if args.times < 1: ap.error(f'--times {args.times}: must be at least 1')
+    if args.times != 1 and not args.click: ap.error('--times needs --click')
+    if not 0 <= args.port < 65536: ap.error(f'--port {args.port}: not a port number')
+    try: args.window_size = tuple(int(v) for v in args.window.lower().split('x'))
+    except ValueError: args.window_size = ()
+    if len(args.window_size) != 2 or min(args.window_size) < 200: ap.error(f'--window {args.window}: expected WIDTHxHEIGHT, e.g. 1400x1800')
+    args.watch = args.watch or DEFAULT_WATCH
+    return args
 
 
 def free_port(host: str = '127.0.0.1') -> int:
@@ -224,12 +224,12 @@ def click_and_check(driver, port, token, name, label, times, watch, timeout) -> 
     return sizes
 
 
-def check(a) -> None:
+def check(args) -> None:
     "The whole check; raises `CheckFailed` with one line on the first failure. Always stops the browser and JupyterLab."
     from selenium.webdriver.common.by import By
-    nb = a.notebook.resolve()
+    nb = args.notebook.resolve()
     stored = nb.read_bytes()
-    port, token = a.port or free_port(), secrets.token_hex(16)
+    port, token = args.port or free_port(), secrets.token_hex(16)
     tmp = Path(tempfile.mkdtemp(prefix='browser_check_'))
     write_settings(tmp / 'settings')
     log = open(tmp / 'jupyterlab.log', 'w')
@@ -242,34 +242,34 @@ def check(a) -> None:
                 last = (tmp / 'jupyterlab.log').read_text().strip().splitlines()[-1:] or ['']
                 raise CheckFailed(f"JupyterLab exited with status {lab.returncode}: {last[0]} (log: {tmp}/jupyterlab.log)")
             return api(port, token, 'status')
-        wait_for(f'JupyterLab on 127.0.0.1:{port} (log: {tmp}/jupyterlab.log)', up, a.timeout)
-        driver = start_browser(a.window_size)
-        driver.set_page_load_timeout(a.timeout)
+        wait_for(f'JupyterLab on 127.0.0.1:{port} (log: {tmp}/jupyterlab.log)', up, args.timeout)
+        driver = start_browser(args.window_size)
+        driver.set_page_load_timeout(args.timeout)
         driver.get(lab_url(port, token, nb.name))
-        wait_for('the notebook to open', lambda: driver.find_elements(By.CSS_SELECTOR, '.jp-NotebookPanel .jp-Cell'), a.timeout)
-        wait_for('the kernel to start and be idle', lambda: kernel_idle(port, token, nb.name), a.timeout)
+        wait_for('the notebook to open', lambda: driver.find_elements(By.CSS_SELECTOR, '.jp-NotebookPanel .jp-Cell'), args.timeout)
+        wait_for('the kernel to start and be idle', lambda: kernel_idle(port, token, nb.name), args.timeout)
         time.sleep(2)                                        # JupyterLab writes the kernel's metadata into the model now
         if modified(driver): raise CheckFailed("opening the notebook marked it modified: store its metadata as JupyterLab writes it "
                                                "(kernelspec and language_info; see nbdev's allowed_metadata_keys)")
         print("opened: the notebook is not modified by opening it", flush=True)
         toggle_sidebar(driver)                               # the notebook gets the whole width in the screenshot
         t0 = time.time()
-        n = run_all(driver, port, token, nb.name, a.timeout)
+        n = run_all(driver, port, token, nb.name, args.timeout)
         print(f"ran {n} code cells in {time.time() - t0:.0f} s, no error output", flush=True)
         print(f"{len(driver.find_elements(By.CSS_SELECTOR, '.jp-OutputArea-output img'))} pictures in the outputs", flush=True)
-        if a.click: click_and_check(driver, port, token, nb.name, a.click, a.times, a.watch, a.timeout)
+        if args.click: click_and_check(driver, port, token, nb.name, args.click, args.times, args.watch, args.timeout)
         n_log = log_console(driver)
         if n_log: raise CheckFailed(f"{n_log} output(s) went to JupyterLab's Log Console (outputs of no cell, e.g. from a widget callback)")
         print("no output in the Log Console", flush=True)
         if nb.read_bytes() != stored: raise CheckFailed(f"{nb} changed on disk during the check")
-        if a.show: scroll_to_cell(driver, a.show)
+        if args.show: scroll_to_cell(driver, args.show)
         ok = True
     finally:
         if driver is not None:
             try:
                 time.sleep(1)
-                a.screenshot.parent.mkdir(parents=True, exist_ok=True)
-                driver.save_screenshot(str(a.screenshot)); print(f"screenshot: {a.screenshot}", flush=True)
+                args.screenshot.parent.mkdir(parents=True, exist_ok=True)
+                driver.save_screenshot(str(args.screenshot)); print(f"screenshot: {args.screenshot}", flush=True)
             finally: driver.quit()
         if lab.poll() is None:
             os.killpg(lab.pid, signal.SIGTERM)
@@ -280,8 +280,8 @@ def check(a) -> None:
 
 
 def main(argv=None) -> int:
-    a = parse_args(argv)
-    try: check(a)
+    args = parse_args(argv)
+    try: check(args)
     except CheckFailed as e:
         print(f"browser check FAILED: {e}", file=sys.stderr); return 1
     print("browser check passed", flush=True)
