@@ -513,9 +513,11 @@ def _make(args) -> list[str]:
     out = []
     for spec in (args.fraction or args.count):
         for fold in args.folds:
-            cmd = f'ael-splits make {args.dataset} --split {args.split}' + (f' --pool {args.pool}' if args.pool else '') + \
+            cmd = f'ael-splits make {args.dataset} --split {args.split}' + \
+                  (f' --pool {args.pool}' if args.pool else '') + \
                   (f' --draw {args.draw}' if args.draw != 'labeled' else '') + \
-                  (f' --fraction {spec}' if args.fraction else f' --count {spec}') + f' --folds {fold} --seed {args.seed}'
+                  (f' --fraction {spec}' if args.fraction else f' --count {spec}') + \
+                  f' --folds {fold} --seed {args.seed}'
             m = make_manifest(args.dataset, labeled_ids, fraction=spec if args.fraction else None,
                               count=None if args.fraction else spec,
                               fold=fold, seed=args.seed, split=args.split, unlabeled_ids=ds.ids, drawn=args.draw,
@@ -526,7 +528,8 @@ def _make(args) -> list[str]:
 
 # %% ../nbs/10_manifests.ipynb #4c981d0b
 def _import(args) -> list[str]:
-    check_dataset_name(args.dataset); refuse_unlabeled_name(args.path); split = args.split or default_split(args.dataset)
+    check_dataset_name(args.dataset); refuse_unlabeled_name(args.path)
+    split = args.split or default_split(args.dataset)
     needs_pool = args.format in ('u2pl', 'lists') and not (u2pl_labeled(args.path).parent/'unlabeled.txt').is_file()
     ds = get_dataset(args.dataset, args.root, split) if (args.root or needs_pool) else None
     cmd = shlex.join(['ael-splits', 'import', args.format, str(Path(args.path).resolve()), '--dataset', args.dataset,
@@ -577,7 +580,8 @@ def _verify(args) -> list[str]:
 def ael_splits(argv=None) -> int:
     "Console script `ael-splits`: make | import | list | verify manifests; returns the exit status (1 data, 2 usage)."
     args = _parser().parse_args(argv)
-    try: lines = dict(make=_make, import_=_import, list=_list, verify=_verify)[args.cmd.replace('import', 'import_')](args)
+    commands = dict(make=_make, import_=_import, list=_list, verify=_verify)
+    try: lines = commands[args.cmd.replace('import', 'import_')](args)
     except Exception as e:
         if args.debug: raise
         if isinstance(e, DataError): rc, msg = 1, str(e)

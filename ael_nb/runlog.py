@@ -158,7 +158,8 @@ def write_results(out: Path, confusions: dict, info: DatasetInfo, plots: bool = 
     atomic_write_text(out / 'per_class.md', markdown_table(df))
     if plots:
         import matplotlib.pyplot as plt
-        fig = plot_iou(iou_table(confusions, info)); fig.savefig(out / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
+        fig = plot_iou(iou_table(confusions, info))
+        fig.savefig(out / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
         fig = plot_conf_bank(read_metrics(out), info)
         fig.savefig(out / 'conf_bank.png', dpi=100, bbox_inches='tight'); plt.close(fig)
     return df

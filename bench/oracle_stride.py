@@ -42,17 +42,17 @@ def stored_runs(names: list[str]) -> dict:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0]); p.add_argument('--preset', default='cpu')
-    a = p.parse_args(argv)
-    cfg = get_preset(a.preset); data = build_data(cfg); info = data.info
+    args = p.parse_args(argv)
+    cfg = get_preset(args.preset); data = build_data(cfg); info = data.info
     labels = torch.stack([data.val[i]['label'] for i in range(len(data.val))]).long()
     names = list(info.class_names)
     px = torch.stack([(labels == k).sum() for k in range(info.num_classes)]).float()
-    res = dict(preset=a.preset, val_images=len(labels), size=list(labels.shape[1:]),
+    res = dict(preset=args.preset, val_images=len(labels), size=list(labels.shape[1:]),
                tail=[names[k] for k in info.tail_classes],
                pixel_share={n: round(v, 2) for n, v in zip(names, (100 * px / px.sum()).tolist())},
                ceiling={s: dict(zip(names, ceiling_iou(labels, info.num_classes, s))) for s in STRIDES},
-               runs=stored_runs(names) if a.preset == 'cpu' else {})
-    out = RESULTS / f'oracle_stride-{a.preset}.json'
+               runs=stored_runs(names) if args.preset == 'cpu' else {})
+    out = RESULTS / f'oracle_stride-{args.preset}.json'
     atomic_write_text(out, json.dumps(res, indent=1) + '\n')
     for s in STRIDES: print(f"stride {s:2d}: " + '  '.join(f"{n} {v:5.1f}" for n, v in res['ceiling'][s].items()))
     print(f"written {out}")
