@@ -646,7 +646,7 @@ def load_config(path, base: Config|None = None) -> Config:
     d = read_yaml(p) or {}
     if not isinstance(d, dict): raise DataError(p, f"a configuration file must hold a mapping, got {type(d).__name__}")
     try: return from_dict(d, base)
-    except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: still a KeyError, now naming the file
+    except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: a KeyError naming the file
     except ValueError as e: raise DataError(p, str(e)) from None
 
 def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
