@@ -26,7 +26,7 @@ from ael_nb.train import setup
 
 pytestmark = pytest.mark.slow
 
-def state(run):
+def state_of(run):
     "The ONE adapter to the engine's internals: a `Run`'s state (`student`, `teacher`, `bank.conf`, `table.table`, step `it`)."
     return run.state
 
@@ -63,7 +63,7 @@ def one_step(overrides: tuple = (), craft: str|None = None, it: int|None = None,
     "One step of the tiny run: its config, trace, and the state before and after (bank, table, student, teacher)."
     cfg = get_config('cityscapes-authors', overrides=BASE + list(overrides) + [f'run.out={RUNS.name}/{next(COUNT)}'])
     with setup(cfg) as run:
-        state = state(run)
+        state = state_of(run)
         rec = SimpleNamespace(cfg=cfg, m=cfg.method, bank_start=state.bank.conf.clone())
         if conf is not None: state.bank.conf.fill_(conf)
         elif craft is None:               # a bank that is not uniform, so that AES and Eq. 7 tell the switches apart
