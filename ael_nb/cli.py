@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
-                           valid_keys, to_dict, flat_items, read_yaml, flat_settings)
+                           valid_keys, to_dict, flat_items, read_yaml, flat_settings, resolved)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict_labels
@@ -89,7 +89,8 @@ def resumed_config(args: argparse.Namespace, overrides: list[str]) -> Config:
         cfg = asked_preset(args.preset)
     cfg.run.allow_changes, cfg.run.stop_at = False, None   # decided by each command, never inherited (a stop_at reached would stop at once)
     if args.config: cfg = load_config(args.config, base=cfg)
-    return validate(apply_overrides(cfg, overrides))
+    return validate(resolved(apply_overrides(cfg, overrides)))   # as `get_config` returns it
+
 
 # %% ../nbs/23_cli.ipynb #6ec3ea45
 def measured_time(cfg,               # the run's `Config`

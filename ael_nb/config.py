@@ -12,16 +12,18 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 import yaml
-from .core import DataError, atomic_write_text
+import torch
+from .core import DataError, atomic_write_text, resolve_amp, resolve_channels_last, world_size
 from .paper import AUTHORS, WEAK_TO_STRONG, DIFFERENCES
 
 # %% auto #0
-__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS', 'WEIGHTS_FREE',
-           'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'framework',
-           'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu',
-           'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
-           'upgrade_config', 'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong',
-           'check_classes', 'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
+__all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS',
+           'WEIGHTS_FREE', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig',
+           'Config', 'framework', 'resolved', 'micro_batch_sizes', 'check_micro_batches', 'coerce', 'valid_keys',
+           'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'cpu96', 'folder', 'validate', 'unused',
+           'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset', 'upgrade_config', 'read_yaml',
+           'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes', 'AllBut',
+           'flat_settings', 'config_diff', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -222,18 +224,86 @@ class Config:
 # %% ../nbs/14_config.ipynb #10d6c022
 AEL_PARTS = ('acp', 'acm', 'aes', 'dr')
 FRAMEWORKS = ('cutmix', 'fixmatch', 'unimatch')
+ANY_DEVICE = 'any device'
+# not keys, set by `resolved` on its copy: what it decided the settings for (None: nothing yet), the micro-batches it
+# decided with the device, and the same configuration resolved for any device (what `config.yaml` keeps)
+Config.resolved_for = Config.micro_batches = Config.for_any_device = None
 
 def framework(m: MethodConfig) -> str:
     "The basic framework a method trains with: `base` under 'ael', else the method itself."
     return m.base if m.name == 'ael' else m.name
 
-def resolved(cfg: Config) -> Config:
-    "A copy of `cfg` with AEL's components left at None filled in (on under 'ael', off under every other method), and its `framework`."
+def resolved(cfg: Config,
+             device=None,  # the device the run trains on; None: decide what holds on any device
+            ) -> Config:
+    "`cfg` with each setting decided once: AEL's components and framework; with `device`, micro-batches and precision."
+    done = cfg.resolved_for
+    if done is not None and (device is None or done == str(torch.device(device))): return cfg   # nothing left to decide
+    if done not in (None, ANY_DEVICE):
+        raise ValueError(f"the configuration is resolved for {done}, not {device}: resolve `cfg.for_any_device`")
     cfg = copy.deepcopy(cfg)
-    for p in AEL_PARTS:
-        if getattr(cfg.method, p) is None: setattr(cfg.method, p, cfg.method.name == 'ael')
-    cfg.method.framework = framework(cfg.method)   # read by the plan and the registry, which need not call back here
+    if done is None:
+        for p in AEL_PARTS:
+            if getattr(cfg.method, p) is None: setattr(cfg.method, p, cfg.method.name == 'ael')
+        cfg.method.framework, cfg.resolved_for = framework(cfg.method), ANY_DEVICE   # the plan reads it, no call back
+    return cfg if device is None else _for_device(cfg, torch.device(device))
+
+def _for_device(cfg: Config, device: torch.device) -> Config:
+    "`cfg`, resolved for any device, decided for `device`: its micro-batches checked, then precision and memory format."
+    cfg.for_any_device = copy.deepcopy(cfg)
+    cfg.micro_batches = check_micro_batches(cfg, device.type, world_size())
+    cfg.optim.amp = resolve_amp(cfg.optim.amp, device)
+    if cfg.optim.amp == 'fp16' and device.type != 'cuda':
+        raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
+    cfg.model.channels_last = resolve_channels_last(cfg.model.channels_last, device, cfg.optim.amp)
+    cfg.resolved_for = str(device)
     return cfg
+
+# %% ../nbs/14_config.ipynb #4ea3b324
+_UNRESOLVED = ("the configuration is not resolved: `ael_nb.config.resolved` decides AEL's components, micro-batches "
+               "and precision (`get_config`, `get_preset` and `setup` call it)")
+
+def micro_batch_sizes(cfg: Config,
+                      world: int,  # ranks training together
+                     ) -> tuple[int, int]:
+    "(labeled, unlabeled) images per rank and micro-step: `batch_size / (world x accum_steps)`, x `unlabeled_ratio`."
+    if cfg.resolved_for is None: raise ValueError(_UNRESOLVED)
+    accum, m = cfg.optim.accum_steps, cfg.method
+    if cfg.data.batch_size % (world * accum):
+        raise ValueError(f"data.batch_size={cfg.data.batch_size} is not divisible by ranks x optim.accum_steps = "
+                         f"{world} x {accum}")
+    labeled = cfg.data.batch_size // (world * accum)
+    unlabeled = labeled * cfg.data.unlabeled_ratio
+    if m.acm and m.acm_targets == 'half':          # the authors' ACM: half the unlabeled images are the targets
+        if unlabeled % 2:
+            raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and "
+                             f"micro-step, got {unlabeled}")
+        unlabeled //= 2
+    return labeled, unlabeled
+
+# %% ../nbs/14_config.ipynb #f71b0dc5
+def check_micro_batches(cfg: Config,
+                        device_type: str = 'cpu',  # 'cuda' lets SyncBatchNorm pool the ranks
+                        world: int = 1,            # ranks training together
+                       ) -> tuple[int, int]:
+    "`micro_batch_sizes`, refused where mixing does nothing (one image: no partner) or a lone image meets BatchNorm."
+    m, (b_l, b_u) = cfg.method, micro_batch_sizes(cfg, world)
+    where = 'data.batch_size / (ranks x optim.accum_steps)'
+    if m.acp and b_l < 2:
+        raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, "
+                         f"but each rank holds {b_l} ({where}); "
+                         "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
+    if m.framework in FRAMEWORKS and not m.acm and b_u < 2:
+        raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, "
+                         f"but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
+                         "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
+    pooled = cfg.model.sync_bn and world > 1 and device_type == 'cuda'   # SyncBatchNorm: statistics of all ranks
+    if m.student_forward == 'separate' and m.name != 'supervised' and min(b_l, b_u) < 2 and not pooled:
+        raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled "
+                         "image(s) apart, and BatchNorm in training needs 2 images per forward (the ASPP's image "
+                         "pooling) unless SyncBatchNorm pools several GPUs; "
+                         "raise data.batch_size, or set method.student_forward=joint")
+    return b_l, b_u
 
 # %% ../nbs/14_config.ipynb #78549a4e
 _TRUE, _FALSE = {'true', 'yes', 'on', '1'}, {'false', 'no', 'off', '0'}
@@ -553,7 +623,7 @@ def asked_preset(name: str) -> Config:
     return PRESETS[name]()
 
 def get_preset(name: str) -> Config:
-    "The named preset, `resolved` and validated: a fresh copy a run can use as it is."
+    "The named preset, `resolved` for any device and validated: a fresh copy; `setup` decides the rest for its device."
     return validate(resolved(asked_preset(name)))
 
 # %% ../nbs/14_config.ipynb #2da16161
@@ -593,7 +663,7 @@ def read_yaml(path):
 
 # %% ../nbs/14_config.ipynb #aea5132c
 def save_config(cfg: Config, path) -> Path:
-    "Write the resolved configuration as YAML."
+    "Write `cfg` as YAML; a run writes its configuration resolved for any device (`cfg.for_any_device`)."
     return atomic_write_text(path, yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
 def load_config(path, base: Config|None = None) -> Config:
@@ -604,11 +674,11 @@ def load_config(path, base: Config|None = None) -> Config:
     d = read_yaml(p) or {}
     if not isinstance(d, dict): raise DataError(p, f"a configuration file must hold a mapping, got {type(d).__name__}")
     try: return from_dict(d, base)
-    except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: still a KeyError, now naming the file
+    except KeyError as e: raise KeyError(f"{p}: {e.args[0]}") from None     # unknown key: a KeyError naming the file
     except ValueError as e: raise DataError(p, str(e)) from None
 
 def get_config(preset: str = 'cpu', config=None, overrides=()) -> Config:
-    "Preset, then YAML file (if any), then `key=value` overrides, then `resolved`: the configuration a run uses."
+    "Preset, then YAML file (if any), then `key=value` overrides: what was asked, `resolved` for any device."
     cfg = asked_preset(preset)
     if config is not None: cfg = load_config(config, base=cfg)
     return validate(resolved(apply_overrides(cfg, overrides)))

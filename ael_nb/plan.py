@@ -10,11 +10,12 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from fastcore.basics import patch
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 from .core import DatasetInfo, DataError, rank, world_size, make_generator
-from .config import Config, FRAMEWORKS
+from .config import Config, micro_batch_sizes
 from .registry import get_dataset
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
@@ -22,9 +23,8 @@ from .cutmix import sample_classes, ClassTable
 from .faults import ignore_stop_signals
 
 # %% auto #0
-__all__ = ['TINY', 'mix_seed', 'plan_batch', 'PlanSampler', 'Augmented', 'collate', 'to_device', 'RunData', 'make_dataset',
-           'build_data', 'micro_batch', 'unlabeled_micro_batch', 'check_micro_batches', 'loader_settings',
-           'make_loader', 'AcmSources']
+__all__ = ['TINY', 'mix_seed', 'plan_batch', 'PlanSampler', 'Augmented', 'collate', 'to_device', 'make_dataset', 'RunData',
+           'build_data', 'micro_batch', 'unlabeled_micro_batch', 'loader_settings', 'make_loader', 'AcmSources']
 
 # %% ../nbs/16_plan.ipynb #5b25db4f
 def mix_seed(*xs: int) -> int:
@@ -90,6 +90,25 @@ def to_device(batch: dict|None, device) -> dict|None:
     return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
 # %% ../nbs/16_plan.ipynb #e3e90a9a
+def _dataset_args(cfg: Config, split: str) -> tuple[str, str|None, dict]:
+    "`get_dataset`'s name, root and keywords for `split` of the dataset `cfg.data` names (synthetic: no files)."
+    d = cfg.data
+    if d.dataset != 'synthetic': return d.dataset, d.root, dict(split=split)
+    kw = dict(split=split, size=tuple(d.synthetic_size))
+    if split == d.train_split and d.synthetic_n is not None: kw['n'] = d.synthetic_n
+    return 'synthetic', None, kw
+
+def make_dataset(cfg: Config, split: str):
+    "The dataset `cfg.data` names, for `split` (synthetic scenes need no files)."
+    name, root, kw = _dataset_args(cfg, split)
+    return get_dataset(name, root, **kw)
+
+# %% ../nbs/16_plan.ipynb #c0980731
+TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=2', 'optim.iters=2',
+        'eval.interval=0', 'eval.max_images=2', 'run.log_interval=1', 'run.progress=false', 'run.tensorboard=false',
+        'run.plots=false', 'data.check=false', 'run.threads=1', 'optim.amp=none', 'method.acm_targets=all']
+
+# %% ../nbs/16_plan.ipynb #0c0f4fca
 @dataclass
 class RunData:
     "Datasets and split of a run."
@@ -101,16 +120,6 @@ class RunData:
     manifest_name: str
     manifest_hash: str
 
-def make_dataset(cfg: Config, split: str):
-    "The dataset `cfg.data` names, for `split` (synthetic scenes need no files)."
-    d = cfg.data
-    if d.dataset == 'synthetic':
-        kw = dict(size=tuple(d.synthetic_size))
-        if split == d.train_split and d.synthetic_n is not None: kw['n'] = d.synthetic_n
-        return get_dataset('synthetic', split=split, **kw)
-    return get_dataset(d.dataset, d.root, split=split)
-
-# %% ../nbs/16_plan.ipynb #0c0f4fca
 def build_data(cfg: Config) -> RunData:
     "Training split, manifest (loaded or drawn), labeled/unlabeled subsets and validation set; checks files if asked."
     d = cfg.data
@@ -118,61 +127,35 @@ def build_data(cfg: Config) -> RunData:
     if m is not None and m.dataset != d.dataset:
         raise DataError(d.manifest, f"manifest is for dataset {m.dataset!r} but the run trains on {d.dataset!r} "
                                     f"(set data.dataset={m.dataset})")
-    train, val = make_dataset(cfg, m.split if m else d.train_split), make_dataset(cfg, d.val_split)
+    args = [_dataset_args(cfg, s) for s in (m.split if m else d.train_split, d.val_split)]
+    train, val = (get_dataset(name, root, **kw) for name, root, kw in args)
     val.require_masks()                                      # a listing: checked however data.check is set
     if m is not None: verify_manifest(m, train)
     else: m = make_manifest(d.dataset, train.labeled_ids, fraction=d.fraction, seed=cfg.run.seed, split=d.train_split,
                            unlabeled_ids=train.ids)            # labels drawn from images that have them
-    name, h = m.name, manifest_hash(m)
     labeled = train.subset(m.labeled)
     unlabeled = train.subset(m.unlabeled, drop_labels=True) if len(m.unlabeled) else None
     if d.check:
         labeled.check(); val.check()
         if unlabeled is not None and cfg.method.name != 'supervised': unlabeled.check()
-    return RunData(train.info, labeled, unlabeled, val, m, name, h)
-
-# %% ../nbs/16_plan.ipynb #c0980731
-TINY = ['data.synthetic_size=40,48', 'data.synthetic_n=12', 'data.crop_size=32', 'data.batch_size=2', 'optim.iters=2',
-        'eval.interval=0', 'eval.max_images=2', 'run.log_interval=1', 'run.progress=false', 'run.tensorboard=false',
-        'run.plots=false', 'data.check=false', 'run.threads=1', 'optim.amp=none', 'method.acm_targets=all']
+    return RunData(train.info, labeled, unlabeled, val, m, m.name, manifest_hash(m))
 
 # %% ../nbs/16_plan.ipynb #79ac622e
-def micro_batch(cfg: Config, world: int|None = None) -> int:   # world: ranks (None: this process group's)
+def _sizes(cfg: Config, world: int|None) -> tuple[int, int]:
+    if world is None and cfg.micro_batches is not None: return cfg.micro_batches   # the run's, decided by `resolved`
+    return micro_batch_sizes(cfg, world_size() if world is None else world)
+
+def micro_batch(cfg: Config,
+                world: int|None = None,   # ranks (None: the run's, else this process group's)
+               ) -> int:
     "Labeled images per rank and micro-step: `batch_size / (world x accum_steps)`."
-    world, accum = world_size() if world is None else world, cfg.optim.accum_steps
-    if cfg.data.batch_size % (world * accum):
-        raise ValueError(f"data.batch_size={cfg.data.batch_size} is not divisible by ranks x optim.accum_steps = "
-                         f"{world} x {accum}")
-    return cfg.data.batch_size // (world * accum)
+    return _sizes(cfg, world)[0]
 
-def unlabeled_micro_batch(cfg: Config, world: int|None = None) -> int:
+def unlabeled_micro_batch(cfg: Config,
+                          world: int|None = None,   # ranks (None: the run's, else this process group's)
+                         ) -> int:
     "Unlabeled images per rank and micro-step: labeled x `unlabeled_ratio`, halved by `method.acm_targets='half'`."
-    n, m = micro_batch(cfg, world) * cfg.data.unlabeled_ratio, cfg.method
-    if m.acm and m.acm_targets == 'half':
-        if n % 2:
-            raise ValueError(f"method.acm_targets=half needs an even number of unlabeled images per rank and "
-                             f"micro-step, got {n}")
-        n //= 2
-    return n
-
-def check_micro_batches(cfg: Config, device_type: str = 'cpu'):  # device_type: 'cuda' lets SyncBatchNorm pool the ranks
-    "Refuse micro-batches where mixing does nothing (one image: no partner) or a lone image meets BatchNorm."
-    m, b_l, b_u = cfg.method, micro_batch(cfg), unlabeled_micro_batch(cfg)
-    where = 'data.batch_size / (ranks x optim.accum_steps)'
-    if m.acp and b_l < 2:
-        raise ValueError(f"adaptive Copy-Paste pastes from another labeled image of the same micro-batch, "
-                         f"but each rank holds {b_l} ({where}); "
-                         "raise data.batch_size, lower optim.accum_steps, or set method.acp=false")
-    if m.framework in FRAMEWORKS and not m.acm and b_u < 2:
-        raise ValueError(f"CutMix mixes two unlabeled images of the same micro-batch, "
-                         f"but each rank holds {b_u} ({where} x data.unlabeled_ratio); "
-                         "raise data.batch_size or data.unlabeled_ratio, or lower optim.accum_steps")
-    pooled = cfg.model.sync_bn and world_size() > 1 and device_type == 'cuda'   # SyncBatchNorm: statistics of all ranks
-    if m.student_forward == 'separate' and m.name != 'supervised' and min(b_l, b_u) < 2 and not pooled:
-        raise ValueError(f"method.student_forward=separate runs the student on {b_l} labeled and {b_u} unlabeled "
-                         "image(s) apart, and BatchNorm in training needs 2 images per forward (the ASPP's image "
-                         "pooling) unless SyncBatchNorm pools several GPUs; "
-                         "raise data.batch_size, or set method.student_forward=joint")
+    return _sizes(cfg, world)[1]
 
 # %% ../nbs/16_plan.ipynb #cca9daba
 def loader_settings(d,              # `cfg.data`: its num_workers, pin_memory, prefetch_factor ('auto' or a value)
@@ -212,30 +195,26 @@ class AcmSources:
         self.unlabeled, self.table = unlabeled, table
         self.pool = ThreadPoolExecutor(1, thread_name_prefix='acm-sources') if background else None
         self.next, self.future, self.unread = None, None, None   # the pending draw, its loading, what it reads first
-
     def draw(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
         "n classes c ~ r (Eq. 7), their probability, an unlabeled image holding each (class table), augmentation seeds."
         classes = sample_classes(r, n, g)
         return dict(classes=classes, prob=r[classes].float(), index=self.table.sample_images(classes, g),
                     seeds=torch.randint(0, 2**62, (n,), generator=g, device=g.device))
-
     def load(self, d: dict) -> dict:
         "Weak views of the drawn images, collated on the CPU, with the draw's classes and probabilities."
-        index, seeds = (v.tolist() if torch.is_tensor(v) else v for v in (d['index'], d['seeds']))   # lists: read already
+        # lists when `start` has read them already
+        index, seeds = (v.tolist() if torch.is_tensor(v) else v for v in (d['index'], d['seeds']))
         b = collate([self.unlabeled[(int(i), int(s))] for i, s in zip(index, seeds)])
         return dict(b, classes=d['classes'], prob=d['prob'])
-
     def submit(self, d: dict):
-        "The next step's draw; in the background its loading starts once its images and seeds are on the host (`start`)."
+        "The next step's draw; in the background it loads once its images and seeds are on the host (`start`)."
         self.next, self.future = d, None
         self.unread = torch.cat([d['index'], d['seeds']]) if self.pool else None
-
     def start(self, host: list[int] | None = None):
-        "Load the pending draw in the thread from `unread` as read with the step's other values (`host`), else read now."
+        "Load the pending draw in the thread from `unread`, read with the step's other values (`host`) or now."
         if self.unread is None: return
         host, n = self.unread.tolist() if host is None else host, len(self.unread) // 2
         self.future, self.unread = self.pool.submit(self.load, dict(self.next, index=host[:n], seeds=host[n:])), None
-
     def take(self, r: torch.Tensor, n: int, g: torch.Generator) -> dict:
         "This step's sources (a batch with `classes`, `prob`); the next step's draw (`r`, table as now) starts loading."
         if self.next is None or len(self.next['classes']) != n:   # first step of a run, or a run started from one
@@ -244,9 +223,17 @@ class AcmSources:
         d, fut = self.next, self.future
         self.submit(self.draw(r, n, g))
         return fut.result() if fut is not None else self.load(d)
-
-    def state_dict(self) -> dict|None: return None if self.next is None else {k: v.cpu() for k, v in self.next.items()}
-    def load_state_dict(self, d: dict|None, device):
-        if d is not None: self.submit({k: v.to(device) for k, v in d.items()})
     def close(self):
+        "Stop the loading thread, dropping what it has not started."
         if self.pool: self.pool.shutdown(wait=True, cancel_futures=True)
+
+# %% ../nbs/16_plan.ipynb #0a7c8dc7
+@patch
+def state_dict(self: AcmSources) -> dict|None:
+    "The pending draw (on the CPU), or None before the first step."
+    return None if self.next is None else {k: v.cpu() for k, v in self.next.items()}
+
+@patch
+def load_state_dict(self: AcmSources, d: dict|None, device):
+    "Take up the pending draw `d` of a checkpoint on `device`."
+    if d is not None: self.submit({k: v.to(device) for k, v in d.items()})

@@ -17,12 +17,11 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from .core import (DataError, dist_ready, rank, world_size, is_main, atomic_save, atomic_write_text,
                          seed_everything, set_deterministic, make_generator, resolve_device, init_distributed,
-                         resolve_amp, device_name, instruction_path, resolve_channels_last,
+                         device_name, instruction_path,
                          average_buffers, peak_memory_gb, rank_values)
 from .config import Config, save_config, resolved, check_classes
 from .teacher import ema_update
-from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch,
-                         check_micro_batches)
+from .plan import (RunData, build_data, make_loader, mix_seed, to_device, micro_batch, unlabeled_micro_batch)
 from .state import (TrainState, build_state, checkpoint, load_checkpoint, models_only, weights_digest,
                           write_checkpoint, PREVIOUS)
 from .steps import Trace, section, begin_bank, end_bank
@@ -144,13 +143,10 @@ def setup(cfg: Config, init: str|Path|None = None) -> Run:
     device = resolve_device(cfg.run.device)
     owns_group = init_distributed(device.type)
     if device.type == 'cuda': torch.cuda.set_device(device)
-    set_deterministic(cfg.run.deterministic, cfg.run.cudnn_benchmark)      # before any model: cuBLAS reads its setting once
-    as_given, cfg = cfg, resolved(cfg)   # config.yaml keeps what was asked; the run: what resolves
-    cfg.optim.amp = resolve_amp(as_given.optim.amp, device)
-    cfg.model.channels_last = resolve_channels_last(as_given.model.channels_last, device, cfg.optim.amp)
-    if cfg.optim.amp == 'fp16' and device.type != 'cuda':
-        raise ValueError("optim.amp='fp16' needs CUDA; use 'bf16' on the CPU")
-    check_micro_batches(cfg, device.type)
+    # before any model: cuBLAS reads its setting once
+    set_deterministic(cfg.run.deterministic, cfg.run.cudnn_benchmark)
+    cfg = resolved(cfg, device)   # every setting decided once; config.yaml keeps it resolved for any device
+    as_given = cfg.for_any_device
     seed_everything(cfg.run.seed)
     lock = claim_run_dir(cfg.run.out, cfg.run.resume, cfg.run.overwrite)    # another run's folder is refused here
     try:
@@ -169,11 +165,13 @@ def setup(cfg: Config, init: str|Path|None = None) -> Run:
             save_config(as_given, out / 'config.yaml')
             atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
                 labeled=len(data.labeled), unlabeled=_n_unlabeled(data)), indent=1))
-            if cfg.run.progress: print(_banner(cfg, as_given, data, device, f"steps {state.it}..{stop} of {cfg.optim.iters}"))
+            steps = f"steps {state.it}..{stop} of {cfg.optim.iters}"
+            if cfg.run.progress: print(_banner(cfg, as_given, data, device, steps))
         log = RunLog(out, cfg.run.tensorboard, state.it if (cfg.run.resume or init is not None) else None)
         if changes:
             log.write(dict(it=state.it, config_changes=changes))
-            if is_main(): print(f"resumed at step {state.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
+            if is_main():
+                print(f"resumed at step {state.it} with changed settings (run.allow_changes): {'; '.join(changes)}")
         return Run(cfg, data, state, device, log, stop, Held(lock, owns_group))
     except BaseException:
         if lock is not None: lock.release()
