@@ -191,3 +191,11 @@ def test_oracle_stride_ceiling():
     assert 0 < ceiling_iou(lab, 2, 4)[1] < 100
     stored = json.loads((REPO / 'bench' / 'results' / 'oracle_stride-cpu.json').read_text())
     assert stored['ceiling']['16']['pole'] < stored['ceiling']['4']['pole']   # the stored file says what the issue reads
+
+def test_folder_run_readme_states_its_summary():
+    "The stored folder run's README quotes its own summary.json (time, mIoU, head, tail)."
+    d = REPO / 'bench' / 'results' / 'folder-camvid-cpu-300it'
+    s, text = json.loads((d / 'summary.json').read_text()), (d / 'README.md').read_text()
+    t = s['last']['teacher']
+    assert f"in {s['time_s']:.0f} s of wall time" in text and s['it'] == 300 and s['path'] == 'avx2-fp32'
+    assert f"mIoU {100 * t['miou']:.1f}, head {100 * t['head_miou']:.1f}, tail {100 * t['tail_miou']:.1f}" in text
