@@ -191,6 +191,9 @@ def test_oracle_stride_ceiling():
     assert 0 < ceiling_iou(lab, 2, 4)[1] < 100
     stored = json.loads((REPO / 'bench' / 'results' / 'oracle_stride-cpu.json').read_text())
     assert stored['ceiling']['16']['pole'] < stored['ceiling']['4']['pole']   # the stored file says what the issue reads
+    c, text = stored['ceiling'], (REPO / 'bench' / 'RESULTS.md').read_text()
+    assert (f"keeps {c['4']['pole']} IoU at stride 4" in text and f"{c['8']['pole']} at stride 8" in text
+            and f"**{c['16']['pole']} at stride 16**" in text)             # RESULTS quotes the stored figures
 
 def test_folder_run_readme_states_its_summary():
     "The stored folder run's README quotes its own summary.json (time, mIoU, head, tail)."
