@@ -17,11 +17,13 @@ from .paper import AUTHORS, WEAK_TO_STRONG, DIFFERENCES
 
 # %% auto #0
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS', 'WEIGHTS_FREE',
-           'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig', 'Config', 'framework',
-           'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu',
-           'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset',
-           'upgrade_config', 'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong',
-           'check_classes', 'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
+           'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodFramework', 'MethodWeakToStrong', 'MethodBank',
+           'MethodWeighting', 'MethodAugmentation', 'MethodAuthorsCode', 'MethodConfig', 'EvalConfig', 'RunConfig',
+           'Config', 'framework', 'resolved', 'coerce', 'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc',
+           'ade20k', 'cpu', 'cpu96', 'folder', 'validate', 'unused', 'to_dict', 'flat_items', 'from_dict',
+           'asked_preset', 'get_preset', 'upgrade_config', 'read_yaml', 'save_config', 'load_config', 'get_config',
+           'authors', 'weak_to_strong', 'check_classes', 'AllBut', 'flat_settings', 'config_diff', 'preset_values',
+           'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -90,11 +92,10 @@ class OptimConfig:
     # lr is lr / world size and weight decay x world size
     loss_per_rank: bool = False
 
-# %% ../nbs/14_config.ipynb #9eb09e9e
+# %% ../nbs/14_config.ipynb #2663ac77
 @dataclass
-class MethodConfig:
-    "The semi-supervised method and every switch of the ablations (Tables 5-10)."
-    framework = None                        # not a key: `resolved` sets it on its copy (`framework(m)`)
+class MethodFramework:
+    "`method.*` keys of the basic framework and AEL's four components (Table 5)."
     name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'] = 'ael'
     base: Literal['cutmix', 'fixmatch', 'unimatch'] = 'cutmix'  # the basic framework under name='ael' (paper: cutmix)
     alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10; above)
@@ -108,7 +109,11 @@ class MethodConfig:
     aes: bool|None = None                   # adaptive equalization sampling (Eq. 8-9)
     acm: bool|None = None                   # adaptive CutMix (Eq. 7); off = plain CutMix
     acp: bool|None = None                   # adaptive Copy-Paste on labeled images
-    # weak-to-strong frameworks (fixmatch, unimatch); defaults: UniMatch's code
+
+# %% ../nbs/14_config.ipynb #1cbb2bed
+@dataclass
+class MethodWeakToStrong:
+    "`method.*` keys of the weak-to-strong frameworks (`18a_fixmatch`, `18b_unimatch`)."
     teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views (above)
     conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this
     strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch: 1)
@@ -122,16 +127,29 @@ class MethodConfig:
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     mix_prob: float = 0.5                   # strong view: probability of a CutMix box from another image
     mix_area: tuple[float, float] = (0.02, 0.4)  # strong view: CutMix box area range (fraction of the image)
-    # confidence bank (Eq. 3-6)
+
+# %% ../nbs/14_config.ipynb #9a17946b
+@dataclass
+class MethodBank:
+    "`method.*` keys of the confidence bank (Eq. 3-6)."
     indicator: Literal['confidence', 'margin', 'entropy'] = 'confidence'  # Table 7
     tau: float = 0.999                      # bank momentum (Eq. 6)
     bank_init: float|None = None            # start value of every class (None: 1/C); authors: uniform random
     absent_as_zero: bool = False            # authors' behaviour: classes absent from the batch pull the bank to 0
     bank_reduction: Literal['image', 'pixel'] = 'image'  # Eq. 3 per image (paper) or pooled over pixels
-    # hyper-parameters
+
+# %% ../nbs/14_config.ipynb #ae1a36b8
+@dataclass
+class MethodWeighting:
+    "`method.*` keys of dynamic re-weighting and adaptive equalization sampling."
     gamma: float = 2.0                      # DR exponent (Eq. 10, Table 6)
     beta: float = 1.0                       # AES exponent (Eq. 8; paper gives none, code: 1)
     aes_source: Literal['teacher', 'student'] = 'teacher'  # class of an unlabeled pixel for AES (code: student)
+
+# %% ../nbs/14_config.ipynb #68925b59
+@dataclass
+class MethodAugmentation:
+    "`method.*` keys of adaptive CutMix and adaptive Copy-Paste."
     temperature: float = 1.0                # softmax temperature of Eq. 7
     r_star: float = 0.005                   # ACM: area ratio for 'image holds class' (Table 8)
     acm_exclude: tuple[int, ...] = ()       # class ids never sampled by ACM
@@ -143,7 +161,11 @@ class MethodConfig:
     acm_stride: int = 4                     # ACM: find class regions on 4x4 cells; 1 = per pixel (authors; above)
     acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image; above)
     acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' targets and sources (above)
-    # the authors' code, where it differs from the paper's text (all switches; `AUTHORS` sets them)
+
+# %% ../nbs/14_config.ipynb #a21e10a0
+@dataclass
+class MethodAuthorsCode:
+    "`method.*` switches to the authors' code (`AUTHORS`)."
     student_forward: Literal['joint', 'separate'] = 'joint'  # one student forward, or two (authors; above)
     teacher_mode: Literal['eval', 'train'] = 'eval'  # the teacher predicts in eval mode, or in train mode (authors)
     labeled_unsup: bool = False             # the weighted unsupervised loss on labeled images too (authors; above)
@@ -154,6 +176,14 @@ class MethodConfig:
     acm_full: Literal['region', 'fallback'] = 'region'  # a source all of the class: its region, or a box (authors)
     box_position: Literal['uniform', 'round'] = 'uniform'  # ACM fallback box offset: uniform, or rounded (authors)
     cp_choice: Literal['present', 'batch'] = 'present'  # ACP: K classes per source, or K draws per batch (authors)
+
+# %% ../nbs/14_config.ipynb #9eb09e9e
+@dataclass
+class MethodConfig(MethodAuthorsCode, MethodAugmentation, MethodWeighting, MethodBank, MethodWeakToStrong,
+                   MethodFramework):
+    "The semi-supervised method and every switch of the ablations (Tables 5-10)."
+    # not a key: `resolved` sets it on its copy (`framework(m)`)
+    framework = None
 
 # %% ../nbs/14_config.ipynb #207757a9
 @dataclass
