@@ -265,50 +265,63 @@ def resolved(cfg: Config) -> Config:
     cfg.method.framework = framework(cfg.method)   # read by the plan and the registry, which need not call back here
     return cfg
 
-# %% ../nbs/14_config.ipynb #78549a4e
+# %% ../nbs/14_config.ipynb #b5ddda52
 _TRUE, _FALSE = {'true', 'yes', 'on', '1'}, {'false', 'no', 'off', '0'}
 
+def _bool(value, name):
+    if isinstance(value, bool): return value
+    if str(value).lower() in _TRUE: return True
+    if str(value).lower() in _FALSE: return False
+    raise ValueError(f"{name}: {value!r} is not a bool (true/false)")
+
+def _number(value, tp, name):
+    if isinstance(value, bool): raise ValueError(f"{name}: {value!r} is not a number")
+    # text reads '0.125' or '1/8'; '1e400' overflows
+    try: v = float(Fraction(value.strip())) if isinstance(value, str) else value
+    except (ValueError, ZeroDivisionError): raise ValueError(f"{name}: {value!r} is not a number") from None
+    except OverflowError: raise ValueError(f"{name}: {value!r} is not a finite number") from None
+    if tp is int:
+        if float(v) != int(float(v)): raise ValueError(f"{name}: {value!r} is not an integer")
+        return int(float(v))
+    return float(v)
+
+# %% ../nbs/14_config.ipynb #9ee2b695
+def _union(value, tp, name):
+    if value is None or (isinstance(value, str) and value.lower() in ('none', 'null', '~', '')):
+        if type(None) in typing.get_args(tp): return None
+    for a in typing.get_args(tp):
+        if a is type(None): continue
+        try: return coerce(value, a, name)
+        except ValueError: pass
+    raise ValueError(f"{name}: cannot read {value!r} as {tp}")
+
+def _sequence(value, origin, args, name):
+    text = isinstance(value, str)
+    listed = isinstance(value, (list, tuple)) or (text and (value.strip().startswith('[') or ',' in value))
+    if text:
+        v = yaml.safe_load(value) if value.strip().startswith('[') else [s for s in value.split(',') if s.strip()]
+        value = v if isinstance(v, list) else [v]
+    if not isinstance(value, (list, tuple)): value = [value]
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        if len(value) == 1 and len(args) > 1 and not listed: value = list(value) * len(args)
+        if len(value) != len(args):
+            either = ' (or one number for all)' if len(args) > 1 else ''
+            raise ValueError(f"{name}: expected {len(args)} values{either}, got {list(value)}")
+        return tuple(coerce(v, a, name) for v, a in zip(value, args))
+    el = args[0] if args else str
+    return origin(coerce(v, el, name) for v in value)
+
+# %% ../nbs/14_config.ipynb #78549a4e
 def coerce(value, tp, name: str = 'value'):
     "Convert `value` (text or YAML value) to the type `tp`; raise ValueError naming `name`."
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in ('none', 'null', '~', '')): 
-            if type(None) in args: return None
-        for a in args:
-            if a is type(None): continue
-            try: return coerce(value, a, name)
-            except ValueError: pass
-        raise ValueError(f"{name}: cannot read {value!r} as {tp}")
+    if origin in (typing.Union, types.UnionType): return _union(value, tp, name)
     if origin is Literal:
         if value not in args: raise ValueError(f"{name}: {value!r} is not one of {list(args)}")
         return value
-    if origin in (tuple, list):
-        listed = isinstance(value, (list, tuple)) or (isinstance(value, str) and (value.strip().startswith('[') or ',' in value))
-        if isinstance(value, str):
-            v = yaml.safe_load(value) if value.strip().startswith('[') else [s for s in value.split(',') if s.strip()]
-            value = v if isinstance(v, list) else [v]
-        if not isinstance(value, (list, tuple)): value = [value]
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            if len(value) == 1 and len(args) > 1 and not listed: value = list(value) * len(args)   # crop_size=64 -> (64, 64)
-            if len(value) != len(args):
-                raise ValueError(f"{name}: expected {len(args)} values{' (or one number for all)' if len(args) > 1 else ''}, got {list(value)}")
-            return tuple(coerce(v, a, name) for v, a in zip(value, args))
-        el = args[0] if args else str
-        return origin(coerce(v, el, name) for v in value)
-    if tp is bool:
-        if isinstance(value, bool): return value
-        if str(value).lower() in _TRUE: return True
-        if str(value).lower() in _FALSE: return False
-        raise ValueError(f"{name}: {value!r} is not a bool (true/false)")
-    if tp in (int, float):
-        if isinstance(value, bool): raise ValueError(f"{name}: {value!r} is not a number")
-        try: v = float(Fraction(value.strip())) if isinstance(value, str) else value   # '0.125' or '1/8'
-        except (ValueError, ZeroDivisionError): raise ValueError(f"{name}: {value!r} is not a number") from None
-        except OverflowError: raise ValueError(f"{name}: {value!r} is not a finite number") from None   # '1e400'
-        if tp is int:
-            if float(v) != int(float(v)): raise ValueError(f"{name}: {value!r} is not an integer")
-            return int(float(v))
-        return float(v)
+    if origin in (tuple, list): return _sequence(value, origin, args, name)
+    if tp is bool: return _bool(value, name)
+    if tp in (int, float): return _number(value, tp, name)
     if tp is str: return str(value)
     return value
 
@@ -343,13 +356,15 @@ def _unknown(key, cfg):
     hint = f" Did you mean {', '.join(close)}?" if close else ''
     return f"unknown configuration key {key!r}.{hint} Valid keys: {', '.join(valid_keys(cfg))}"
 
+# %% ../nbs/14_config.ipynb #7ceaf552
 def apply_overrides(cfg: Config, overrides=()) -> Config:
     "Apply `key=value` strings (command line) to `cfg` in place."
     for o in overrides:
         if '=' not in o: raise ValueError(f"override {o!r} is not of the form key=value (e.g. optim.lr=0.001)")
         k, v = o.split('=', 1)
-        if k.strip() == 'preset':        # the base every other value starts from: an override would relabel, not change, it
-            raise ValueError(f"override {o!r}: the preset is chosen with --preset {v.strip()} (or a `preset:` line in a --config file)")
+        if k.strip() == 'preset':
+            raise ValueError(f"override {o!r}: the preset is chosen with --preset {v.strip()} "
+                             "(or a `preset:` line in a --config file)")
         set_key(cfg, k.strip(), v.strip())
     return cfg
 
