@@ -368,81 +368,87 @@ def apply_overrides(cfg: Config, overrides=()) -> Config:
         set_key(cfg, k.strip(), v.strip())
     return cfg
 
-# %% ../nbs/14_config.ipynb #f9efd1a6
+# %% ../nbs/14_config.ipynb #aa1ac9ba
 def _imagenet(c: Config) -> Config:
-    "Paper presets start from torchvision's ImageNet ResNet, which has the 7x7 stem (see `ael_nb.model.load_pretrained`)."
-    # the authors' deep stem instead: model.deep_stem=true model.pretrained=PATH of their 'resnet101c' file
+    "Paper presets start from torchvision's ImageNet ResNet, which has the 7x7 stem."
     c.model.deep_stem, c.model.pretrained = False, 'imagenet'
-    c.optim.amp, c.model.channels_last = 'auto', 'auto'   # bf16 + channels-last where bf16 is native: 1.52x on an H200 (bench/RESULTS.md)
+    c.optim.amp, c.model.channels_last = 'auto', 'auto'
     return c
 
+# %% ../nbs/14_config.ipynb #f9efd1a6
 def cityscapes() -> Config:
-    "The paper's Cityscapes setting (the defaults, ImageNet ResNet-101 with torchvision's stem) plus the authors' Copy-Paste exclusions."
+    "The paper's Cityscapes setting (the defaults, ImageNet ResNet-101) plus the authors' Copy-Paste exclusions."
     c = _imagenet(Config(preset='cityscapes'))
     c.data.dataset = 'cityscapes'
-    c.method.cp_exclude = (0, 1, 2, 8, 10)   # road, sidewalk, building, vegetation, sky
+    c.method.cp_exclude = (0, 1, 2, 8, 10)
     return c
 
+# %% ../nbs/14_config.ipynb #9d3cdb33
 def voc() -> Config:
     "The paper's PASCAL VOC 2012 setting (ImageNet ResNet-101 with torchvision's stem)."
     c = _imagenet(Config(preset='voc'))
     c.data.dataset, c.data.train_split, c.data.crop_size = 'voc', 'train_aug', (513, 513)
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.001, 1e-4, 30000
     c.method.r_star, c.method.k, c.method.pl_threshold = 0.03, 1, 0.7
-    c.method.cp_exclude = (0,)              # background: with K=1 a pasted background erases the target's object
+    c.method.cp_exclude = (0,)
     c.eval.protocol, c.eval.crop = 'center', (513, 513)
     return c
 
+# %% ../nbs/14_config.ipynb #14061a82
 def ade20k() -> Config:
     "ADE20K: the paper reports results but no setting; these values are chosen (see the table above)."
     c = _imagenet(Config(preset='ade20k'))
-    c.data.dataset, c.data.train_split, c.data.val_split, c.data.crop_size = 'ade20k', 'training', 'validation', (513, 513)
+    c.data.dataset, c.data.train_split, c.data.val_split = 'ade20k', 'training', 'validation'
+    c.data.crop_size = (513, 513)
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.01, 1e-4, 40000
     c.eval.protocol, c.eval.window, c.eval.stride = 'sliding', (513, 513), (341, 341)
     return c
 
+# %% ../nbs/14_config.ipynb #0a285521
 def cpu() -> Config:
-    "Synthetic scenes on the CPU: what `ael-train` runs with no arguments (whole 64x96 scenes, ResNet-18 OS16, a 64-channel head)."
+    "Synthetic scenes on the CPU: what `ael-train` runs with no arguments."
     c = Config(preset='cpu')
     c.data.dataset, c.data.train_split, c.data.val_split = 'synthetic', 'train', 'val'
     c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/8, (64, 96), (64, 96), (1.0, 1.0)
-    c.data.batch_size = 4                   # data.num_workers 'auto': none on the CPU, by core count on a GPU
+    c.data.batch_size = 4
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
-    c.model.head_channels = 64              # the decoder was half the step's work on AVX2 (bench/results/levers_cpu_avx2_cheaper.md)
-    c.model.channels_last = True            # bench/results/levers_cpu.md
+    c.model.head_channels = 64
+    c.model.channels_last = True
     c.optim.lr, c.optim.weight_decay, c.optim.iters, c.optim.sup_loss = 0.02, 1e-4, 1600, 'ce'
-    c.optim.amp = 'auto'                    # bf16 on a CPU with AMX / AVX-512 BF16 or a bf16 GPU, else fp32
-    c.method.tau = 1 - 18 / 1600            # the paper's time constant (0.999 over 18k steps) as the same fraction of 1600 steps
-    c.method.alpha_rampup = 1600            # from scratch the teacher must learn rare classes before its pseudo-labels count (bench/RESULTS.md)
-    c.method.acm_targets = 'half'           # the authors' batch: 2 targets + 2 ACM sources, one teacher call
+    c.optim.amp = 'auto'
+    c.method.tau = 1 - 18 / 1600
+    c.method.alpha_rampup = 1600
+    c.method.acm_targets = 'half'
     c.eval.protocol, c.eval.interval, c.eval.num_workers = 'whole', 400, 0
     c.run.out, c.run.log_interval = 'runs/cpu', 10
-    c.run.trace_interval = 100              # 16 small traces that 22_step_through's slider shows
+    c.run.trace_interval = 100
     return c
 
+# %% ../nbs/14_config.ipynb #92ce1583
 def cpu96() -> Config:
-    "`cpu` at whole 96x128 scenes, a 256-channel head and 800 steps of batch 8 + 8: the setting of the CPU figures in bench/RESULTS.md up to issue 31."
+    "`cpu` at whole 96x128 scenes, a 256-channel head and 800 steps of batch 8 + 8."
     c = cpu(); c.preset = 'cpu96'
     c.data.synthetic_size = c.data.crop_size = (96, 128)
     c.data.batch_size, c.model.head_channels = 8, 256
     c.optim.lr, c.optim.iters = 0.01, 800
-    c.method.tau, c.method.alpha_rampup = 0.9775, 400   # the same time constant as 800 steps; alpha ramped over the first half
+    c.method.tau, c.method.alpha_rampup = 0.9775, 400
     c.run.out, c.run.trace_interval = 'runs/cpu96', 50
     return c
 
+# %% ../nbs/14_config.ipynb #c38de8bf
 PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu, cpu96=cpu96)
 
 # %% ../nbs/14_config.ipynb #14d000c4
 def folder() -> Config:
-    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): the `cpu96` network and method on random crops, 2000 steps."
+    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): `cpu96` on random crops, 2000 steps."
     c = cpu96(); c.preset = 'folder'
-    c.data.dataset, c.data.fraction = 'folder', 1.0   # every label file is used; images without one are unlabeled
-    c.data.crop_size, c.data.scale = (256, 256), (0.5, 2.0)   # images of any size: random-resized crops
+    c.data.dataset, c.data.fraction = 'folder', 1.0
+    c.data.crop_size, c.data.scale = (256, 256), (0.5, 2.0)
     c.optim.iters = 2000
-    c.method.tau = 1 - 1 / 111              # the paper's time constant (1000 of 18k steps) as the same fraction of 2000 steps
-    c.method.alpha_rampup = 1000            # half the run, as `cpu`: from scratch the teacher learns rare classes first
-    c.model.pretrained = 'auto'             # torchvision's ImageNet ResNet-18 when at hand (`ael_nb.model.load_pretrained`)
-    c.eval.max_size = 1024                  # photos of any size: the forward pass at most 1024 on its longest side (15_evaluate)
+    c.method.tau = 1 - 1 / 111
+    c.method.alpha_rampup = 1000
+    c.model.pretrained = 'auto'
+    c.eval.max_size = 1024
     c.eval.interval, c.run.out, c.run.trace_interval = 500, 'runs/folder', 100
     return c
 
