@@ -454,7 +454,7 @@ def folder() -> Config:
 
 PRESETS['folder'] = folder
 
-# %% ../nbs/14_config.ipynb #0337b3aa
+# %% ../nbs/14_config.ipynb #cf173af2
 def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
     "(check, description) of a finite number in a range."
     def ok(v):
@@ -462,23 +462,29 @@ def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
         if not math.isfinite(v): return False
         return (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
     kind = 'an integer' if integer else 'a finite number'
-    if lo is not None and hi is not None: desc = f"{kind} in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    if lo is not None and hi is not None:
+        desc = f"{kind} in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
     elif lo is not None: desc = f"{kind} {'>' if lo_open else '>='} {lo}"
     else: desc = kind
     return ok, desc
 
 def _int(lo=None, hi=None): return _num(lo, hi, integer=True)
+
+# %% ../nbs/14_config.ipynb #fb92e2e1
 def _opt(rule): return (lambda v: v is None or rule[0](v)), f"null or {rule[1]}"
 def _auto(rule): return (lambda v: v == 'auto' or rule[0](v)), f"'auto' or {rule[1]}"
 def _each(rule): return (lambda v: isinstance(v, (tuple, list)) and all(rule[0](x) for x in v)), f"each {rule[1]}"
 def _one_of(*vals): return (lambda v: v in vals), f"one of {list(vals)}"
-def _ordered(rule): return (lambda v: _each(rule)[0](v) and list(v) == sorted(v)), f"(low, high) with low <= high, {_each(rule)[1]}"
+def _ordered(rule):
+    return (lambda v: _each(rule)[0](v) and list(v) == sorted(v)), f"(low, high) with low <= high, {_each(rule)[1]}"
 _TEXT = (lambda v: isinstance(v, str) and v.strip() != ''), 'a non-empty string'
 DEVICE_RE = r'auto|cpu|mps|cuda(:\d+)?'
-_DEVICE = (lambda v: isinstance(v, str) and re.fullmatch(DEVICE_RE, v) is not None), "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+_DEVICE = ((lambda v: isinstance(v, str) and re.fullmatch(DEVICE_RE, v) is not None),
+           "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
 _PROB = _num(0, 1)
 _BOOL = (lambda v: isinstance(v, bool)), 'true or false'
 
+# %% ../nbs/14_config.ipynb #bfd8dcd8
 RANGES = {
     'data.dataset': _TEXT, 'data.root': _opt(_TEXT), 'data.manifest': _opt(_TEXT),
     'data.fraction': _num(0, 1, lo_open=True), 'data.train_split': _TEXT, 'data.val_split': _TEXT,
@@ -487,30 +493,48 @@ RANGES = {
     'data.pin_memory': _auto(_BOOL), 'model.channels_last': _auto(_BOOL), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
     'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
-    'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
-    'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True), 'optim.momentum': _num(0, 1, hi_open=True),
+    'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT),
+    'model.dropout': _num(0, 1, hi_open=True),
+    'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True),
+    'optim.momentum': _num(0, 1, hi_open=True),
     'optim.weight_decay': _num(0), 'optim.iters': _int(1), 'optim.poly_power': _num(0), 'optim.warmup_iters': _int(0),
     'optim.accum_steps': _int(1), 'optim.ohem_thresh': _PROB, 'optim.ohem_min_kept': _int(0),
+}
+
+# %% ../nbs/14_config.ipynb #9c291948
+RANGES.update({
     'method.alpha': _num(0), 'method.alpha_rampup': _int(0), 'method.ema_decay': _PROB, 'method.pl_threshold': _PROB,
-    'method.tau': _num(0, 1, hi_open=True), 'method.bank_init': _opt(_PROB), 'method.gamma': _num(0), 'method.beta': _num(0),
+    'method.tau': _num(0, 1, hi_open=True), 'method.bank_init': _opt(_PROB), 'method.gamma': _num(0),
+    'method.beta': _num(0),
     'method.temperature': _num(0, lo_open=True), 'method.r_star': _PROB, 'method.acm_exclude': _each(_int(0)),
     'method.k': _int(1), 'method.cp_prob': _PROB, 'method.cp_scale': _ordered(_num(0, lo_open=True)),
     'method.cp_exclude': _each(_int(0)), 'method.acm_min_area': _opt(_PROB), 'method.acm_stride': _int(1),
+})
+
+# %% ../nbs/14_config.ipynb #43db0e93
+RANGES.update({
     'eval.window': _each(_int(1)), 'eval.stride': _each(_int(1)), 'eval.crop': _each(_int(1)), 'eval.interval': _int(0),
-    'eval.models': ((lambda v: isinstance(v, (tuple, list)) and 0 < len(v) == len(set(v)) and set(v) <= {'teacher', 'student'}),
+    'eval.models': ((lambda v: isinstance(v, (tuple, list)) and 0 < len(v) == len(set(v))
+                     and set(v) <= {'teacher', 'student'}),
                     "'teacher', 'student' or both (at least one, no repeats)"),
     'eval.max_images': _opt(_int(1)), 'eval.max_size': _opt(_int(1)), 'eval.num_workers': _int(0),
-    'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)), 'run.log_interval': _int(1),
+    'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)),
+    'run.log_interval': _int(1),
     'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
     'run.checkpoint_interval': _int(0), 'run.checkpoint_minutes': _num(0), 'run.max_skipped': _int(0),
+})
+
+# %% ../nbs/14_config.ipynb #ba14be4f
+RANGES.update({
     **{f'method.{p}': ((lambda v: v is None or isinstance(v, bool)), "true, false or null (on under method.name=ael)")
        for p in AEL_PARTS},
     'method.conf_thresh': _PROB, 'method.strong_views': _int(1), 'method.fp_dropout': _num(0, 1, hi_open=True),
     'method.unimatch_weights': _each(_num(0)), 'method.jitter': _each(_num(0)), 'method.jitter_prob': _PROB,
     'method.gray_prob': _PROB, 'method.blur_prob': _PROB, 'method.blur_sigma': _ordered(_num(0, lo_open=True)),
     'method.mix_prob': _PROB, 'method.mix_area': _ordered(_num(0, 1, lo_open=True)),
-}
+})
 
+# %% ../nbs/14_config.ipynb #bacfc693
 def _method_checks(m: MethodConfig) -> list[str]:
     "Switches that would be silently ignored by the chosen method."
     bad = [f"method.{p}=true needs a basic framework to act on (method.name={m.name!r}): use cutmix, fixmatch, "
@@ -522,6 +546,7 @@ def _method_checks(m: MethodConfig) -> list[str]:
     if m.jitter[3] > 0.5: bad.append(f"method.jitter={m.jitter!r}: the hue jitter (4th value) must be <= 0.5")
     return bad
 
+# %% ../nbs/14_config.ipynb #0337b3aa
 def _get(cfg, key):
     for p in key.split('.'): cfg = getattr(cfg, p)
     return cfg
@@ -533,7 +558,7 @@ def _typed(cls, leaf, v):
     return isinstance(v, bool), 'true or false'
 
 def validate(cfg: Config) -> Config:
-    "Check every key of `cfg` against `RANGES` (and its declared choices); raise one ValueError naming each bad key and its range."
+    "Check every key of `cfg` against `RANGES` (and its declared choices); raise one ValueError naming each bad key."
     bad = []
     for key in valid_keys(cfg):
         if key == 'preset': ok, desc = _one_of(*PRESETS)[0](cfg.preset), f"one of {list(PRESETS)}"
@@ -543,9 +568,11 @@ def validate(cfg: Config) -> Config:
         if not ok: bad.append(f"{key}={_get(cfg, key)!r} must be {desc}")
     e = cfg.eval
     if not bad and any(s > w for s, w in zip(e.stride, e.window)):
-        bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} (pixels between windows would get no prediction)")
+        bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} "
+                   "(pixels between windows would get no prediction)")
     if not bad and cfg.data.batch_size % cfg.optim.accum_steps:
-        bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by optim.accum_steps={cfg.optim.accum_steps}")
+        bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by "
+                   f"optim.accum_steps={cfg.optim.accum_steps}")
     if not bad and cfg.method.aes_bank == 'after' and cfg.optim.accum_steps > 1:
         bad.append(f"method.aes_bank='after' needs optim.accum_steps=1, got {cfg.optim.accum_steps} "
                    "(the bank changes once per optimiser step, after the last micro-batch's AES)")
