@@ -581,12 +581,14 @@ def validate(cfg: Config) -> Config:
     return cfg
 
 # %% ../nbs/14_config.ipynb #c4d9e2a1
+# AEL's parts on whichever method uses them (None: on under 'ael', `resolved`)
 _AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part) is None else getattr(c.method, part)),
-                     f"method.{part}=true")   # AEL's parts on whichever method uses them (None: on under 'ael', `resolved`)
+                     f"method.{part}=true")
 _SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
 USED_WHEN = {
-    'eval.window': _SLIDING, 'eval.stride': _SLIDING, 'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
+    'eval.window': _SLIDING, 'eval.stride': _SLIDING,
+    'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
     'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
     'method.gamma': _AEL('dr'), 'method.beta': _AEL('aes'), 'method.aes_source': _AEL('aes'),
@@ -595,7 +597,7 @@ USED_WHEN = {
 }
 
 def unused(cfg: Config, keys) -> list[str]:
-    "Of the given `keys`, those `cfg` ignores ('key (used only with setting)'): `USED_WHEN`, and every method.* key of a supervised run."
+    "Of `keys`, those `cfg` ignores ('key (used only with setting)'): `USED_WHEN`, and method.* of a supervised run."
     out = []
     for k in dict.fromkeys(keys):
         if k.startswith('method.') and k != 'method.name' and cfg.method.name == 'supervised':
@@ -663,10 +665,12 @@ def read_yaml(path):
         for name, line in _yaml_keys(node) if isinstance(node, yaml.MappingNode) else ():
             if name in seen: raise DataError(p, f"{name} is set twice, at lines {seen[name]} and {line}: keep one")
             seen[name] = line
-        return yaml.safe_load(text)          # a tag such as !!python/object builds nothing: safe_load refuses it here
+        # a tag such as !!python/object builds nothing: safe_load refuses it here
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
         at = getattr(e, 'problem_mark', None)
-        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
+        where = f" at line {at.line + 1} column {at.column + 1}" if at else ''
+        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + where) from None
     except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
 
 # %% ../nbs/14_config.ipynb #aea5132c
@@ -700,7 +704,7 @@ def _authors(dataset: str) -> Config:
 PRESETS.update({f'{d}-authors': (lambda d=d: _authors(d)) for d in AUTHORS})
 
 def authors(dataset: str) -> Config:
-    "The `dataset` preset with the authors' code's settings (`AUTHORS[dataset]`), resolved: what produced the paper's tables."
+    "The `dataset` preset with the authors' code's settings (`AUTHORS[dataset]`), resolved: the paper's tables."
     return get_preset(f'{dataset}-authors')
 
 # %% ../nbs/14_config.ipynb #afa9815a
@@ -713,7 +717,7 @@ PRESETS.update({f'{d}-{m}': (lambda d=d, m=m: _weak_to_strong(d, m))
                 for d in WEAK_TO_STRONG for m in ('fixmatch', 'unimatch')})
 
 def weak_to_strong(dataset: str, method: str) -> Config:
-    "The `dataset` preset with `method` ('fixmatch' or 'unimatch') at its authors' values (`WEAK_TO_STRONG[dataset]`), resolved."
+    "The `dataset` preset with `method` ('fixmatch', 'unimatch') at its authors' values (`WEAK_TO_STRONG`), resolved."
     return get_preset(f'{dataset}-{method}')
 
 # %% ../nbs/14_config.ipynb #f434e879
