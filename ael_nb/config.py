@@ -18,12 +18,13 @@ from .paper import AUTHORS, WEAK_TO_STRONG, DIFFERENCES
 
 # %% auto #0
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS',
-           'WEIGHTS_FREE', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodConfig', 'EvalConfig', 'RunConfig',
-           'Config', 'framework', 'resolved', 'micro_batch_sizes', 'check_micro_batches', 'coerce', 'valid_keys',
-           'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'cpu96', 'folder', 'validate', 'unused',
-           'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset', 'upgrade_config', 'read_yaml',
-           'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes', 'AllBut',
-           'flat_settings', 'config_diff', 'preset_values', 'differences_table']
+           'WEIGHTS_FREE', 'DataConfig', 'ModelConfig', 'OptimConfig', 'MethodFramework', 'MethodWeakToStrong',
+           'MethodBank', 'MethodWeighting', 'MethodAugmentation', 'MethodAuthorsCode', 'MethodConfig', 'EvalConfig',
+           'RunConfig', 'Config', 'framework', 'resolved', 'micro_batch_sizes', 'check_micro_batches', 'coerce',
+           'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'cpu96', 'folder',
+           'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset', 'upgrade_config',
+           'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
+           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -92,11 +93,10 @@ class OptimConfig:
     # lr is lr / world size and weight decay x world size
     loss_per_rank: bool = False
 
-# %% ../nbs/14_config.ipynb #9eb09e9e
+# %% ../nbs/14_config.ipynb #2663ac77
 @dataclass
-class MethodConfig:
-    "The semi-supervised method and every switch of the ablations (Tables 5-10)."
-    framework = None                        # not a key: `resolved` sets it on its copy (`framework(m)`)
+class MethodFramework:
+    "`method.*` keys of the basic framework and AEL's four components (Table 5)."
     name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'] = 'ael'
     base: Literal['cutmix', 'fixmatch', 'unimatch'] = 'cutmix'  # the basic framework under name='ael' (paper: cutmix)
     alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10; above)
@@ -110,7 +110,11 @@ class MethodConfig:
     aes: bool|None = None                   # adaptive equalization sampling (Eq. 8-9)
     acm: bool|None = None                   # adaptive CutMix (Eq. 7); off = plain CutMix
     acp: bool|None = None                   # adaptive Copy-Paste on labeled images
-    # weak-to-strong frameworks (fixmatch, unimatch); defaults: UniMatch's code
+
+# %% ../nbs/14_config.ipynb #1cbb2bed
+@dataclass
+class MethodWeakToStrong:
+    "`method.*` keys of the weak-to-strong frameworks (`18a_fixmatch`, `18b_unimatch`)."
     teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views (above)
     conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this
     strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch: 1)
@@ -124,16 +128,29 @@ class MethodConfig:
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     mix_prob: float = 0.5                   # strong view: probability of a CutMix box from another image
     mix_area: tuple[float, float] = (0.02, 0.4)  # strong view: CutMix box area range (fraction of the image)
-    # confidence bank (Eq. 3-6)
+
+# %% ../nbs/14_config.ipynb #9a17946b
+@dataclass
+class MethodBank:
+    "`method.*` keys of the confidence bank (Eq. 3-6)."
     indicator: Literal['confidence', 'margin', 'entropy'] = 'confidence'  # Table 7
     tau: float = 0.999                      # bank momentum (Eq. 6)
     bank_init: float|None = None            # start value of every class (None: 1/C); authors: uniform random
     absent_as_zero: bool = False            # authors' behaviour: classes absent from the batch pull the bank to 0
     bank_reduction: Literal['image', 'pixel'] = 'image'  # Eq. 3 per image (paper) or pooled over pixels
-    # hyper-parameters
+
+# %% ../nbs/14_config.ipynb #ae1a36b8
+@dataclass
+class MethodWeighting:
+    "`method.*` keys of dynamic re-weighting and adaptive equalization sampling."
     gamma: float = 2.0                      # DR exponent (Eq. 10, Table 6)
     beta: float = 1.0                       # AES exponent (Eq. 8; paper gives none, code: 1)
     aes_source: Literal['teacher', 'student'] = 'teacher'  # class of an unlabeled pixel for AES (code: student)
+
+# %% ../nbs/14_config.ipynb #68925b59
+@dataclass
+class MethodAugmentation:
+    "`method.*` keys of adaptive CutMix and adaptive Copy-Paste."
     temperature: float = 1.0                # softmax temperature of Eq. 7
     r_star: float = 0.005                   # ACM: area ratio for 'image holds class' (Table 8)
     acm_exclude: tuple[int, ...] = ()       # class ids never sampled by ACM
@@ -145,7 +162,11 @@ class MethodConfig:
     acm_stride: int = 4                     # ACM: find class regions on 4x4 cells; 1 = per pixel (authors; above)
     acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image; above)
     acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' targets and sources (above)
-    # the authors' code, where it differs from the paper's text (all switches; `AUTHORS` sets them)
+
+# %% ../nbs/14_config.ipynb #a21e10a0
+@dataclass
+class MethodAuthorsCode:
+    "`method.*` switches to the authors' code (`AUTHORS`)."
     student_forward: Literal['joint', 'separate'] = 'joint'  # one student forward, or two (authors; above)
     teacher_mode: Literal['eval', 'train'] = 'eval'  # the teacher predicts in eval mode, or in train mode (authors)
     labeled_unsup: bool = False             # the weighted unsupervised loss on labeled images too (authors; above)
@@ -156,6 +177,14 @@ class MethodConfig:
     acm_full: Literal['region', 'fallback'] = 'region'  # a source all of the class: its region, or a box (authors)
     box_position: Literal['uniform', 'round'] = 'uniform'  # ACM fallback box offset: uniform, or rounded (authors)
     cp_choice: Literal['present', 'batch'] = 'present'  # ACP: K classes per source, or K draws per batch (authors)
+
+# %% ../nbs/14_config.ipynb #9eb09e9e
+@dataclass
+class MethodConfig(MethodAuthorsCode, MethodAugmentation, MethodWeighting, MethodBank, MethodWeakToStrong,
+                   MethodFramework):
+    "The semi-supervised method and every switch of the ablations (Tables 5-10)."
+    # not a key: `resolved` sets it on its copy (`framework(m)`)
+    framework = None
 
 # %% ../nbs/14_config.ipynb #207757a9
 @dataclass
@@ -305,50 +334,63 @@ def check_micro_batches(cfg: Config,
                          "raise data.batch_size, or set method.student_forward=joint")
     return b_l, b_u
 
-# %% ../nbs/14_config.ipynb #78549a4e
+# %% ../nbs/14_config.ipynb #b5ddda52
 _TRUE, _FALSE = {'true', 'yes', 'on', '1'}, {'false', 'no', 'off', '0'}
 
+def _bool(value, name):
+    if isinstance(value, bool): return value
+    if str(value).lower() in _TRUE: return True
+    if str(value).lower() in _FALSE: return False
+    raise ValueError(f"{name}: {value!r} is not a bool (true/false)")
+
+def _number(value, tp, name):
+    if isinstance(value, bool): raise ValueError(f"{name}: {value!r} is not a number")
+    # text reads '0.125' or '1/8'; '1e400' overflows
+    try: v = float(Fraction(value.strip())) if isinstance(value, str) else value
+    except (ValueError, ZeroDivisionError): raise ValueError(f"{name}: {value!r} is not a number") from None
+    except OverflowError: raise ValueError(f"{name}: {value!r} is not a finite number") from None
+    if tp is int:
+        if float(v) != int(float(v)): raise ValueError(f"{name}: {value!r} is not an integer")
+        return int(float(v))
+    return float(v)
+
+# %% ../nbs/14_config.ipynb #9ee2b695
+def _union(value, tp, name):
+    if value is None or (isinstance(value, str) and value.lower() in ('none', 'null', '~', '')):
+        if type(None) in typing.get_args(tp): return None
+    for a in typing.get_args(tp):
+        if a is type(None): continue
+        try: return coerce(value, a, name)
+        except ValueError: pass
+    raise ValueError(f"{name}: cannot read {value!r} as {tp}")
+
+def _sequence(value, origin, args, name):
+    text = isinstance(value, str)
+    listed = isinstance(value, (list, tuple)) or (text and (value.strip().startswith('[') or ',' in value))
+    if text:
+        v = yaml.safe_load(value) if value.strip().startswith('[') else [s for s in value.split(',') if s.strip()]
+        value = v if isinstance(v, list) else [v]
+    if not isinstance(value, (list, tuple)): value = [value]
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        if len(value) == 1 and len(args) > 1 and not listed: value = list(value) * len(args)
+        if len(value) != len(args):
+            either = ' (or one number for all)' if len(args) > 1 else ''
+            raise ValueError(f"{name}: expected {len(args)} values{either}, got {list(value)}")
+        return tuple(coerce(v, a, name) for v, a in zip(value, args))
+    el = args[0] if args else str
+    return origin(coerce(v, el, name) for v in value)
+
+# %% ../nbs/14_config.ipynb #78549a4e
 def coerce(value, tp, name: str = 'value'):
     "Convert `value` (text or YAML value) to the type `tp`; raise ValueError naming `name`."
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in ('none', 'null', '~', '')): 
-            if type(None) in args: return None
-        for a in args:
-            if a is type(None): continue
-            try: return coerce(value, a, name)
-            except ValueError: pass
-        raise ValueError(f"{name}: cannot read {value!r} as {tp}")
+    if origin in (typing.Union, types.UnionType): return _union(value, tp, name)
     if origin is Literal:
         if value not in args: raise ValueError(f"{name}: {value!r} is not one of {list(args)}")
         return value
-    if origin in (tuple, list):
-        listed = isinstance(value, (list, tuple)) or (isinstance(value, str) and (value.strip().startswith('[') or ',' in value))
-        if isinstance(value, str):
-            v = yaml.safe_load(value) if value.strip().startswith('[') else [s for s in value.split(',') if s.strip()]
-            value = v if isinstance(v, list) else [v]
-        if not isinstance(value, (list, tuple)): value = [value]
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            if len(value) == 1 and len(args) > 1 and not listed: value = list(value) * len(args)   # crop_size=64 -> (64, 64)
-            if len(value) != len(args):
-                raise ValueError(f"{name}: expected {len(args)} values{' (or one number for all)' if len(args) > 1 else ''}, got {list(value)}")
-            return tuple(coerce(v, a, name) for v, a in zip(value, args))
-        el = args[0] if args else str
-        return origin(coerce(v, el, name) for v in value)
-    if tp is bool:
-        if isinstance(value, bool): return value
-        if str(value).lower() in _TRUE: return True
-        if str(value).lower() in _FALSE: return False
-        raise ValueError(f"{name}: {value!r} is not a bool (true/false)")
-    if tp in (int, float):
-        if isinstance(value, bool): raise ValueError(f"{name}: {value!r} is not a number")
-        try: v = float(Fraction(value.strip())) if isinstance(value, str) else value   # '0.125' or '1/8'
-        except (ValueError, ZeroDivisionError): raise ValueError(f"{name}: {value!r} is not a number") from None
-        except OverflowError: raise ValueError(f"{name}: {value!r} is not a finite number") from None   # '1e400'
-        if tp is int:
-            if float(v) != int(float(v)): raise ValueError(f"{name}: {value!r} is not an integer")
-            return int(float(v))
-        return float(v)
+    if origin in (tuple, list): return _sequence(value, origin, args, name)
+    if tp is bool: return _bool(value, name)
+    if tp in (int, float): return _number(value, tp, name)
     if tp is str: return str(value)
     return value
 
@@ -383,97 +425,105 @@ def _unknown(key, cfg):
     hint = f" Did you mean {', '.join(close)}?" if close else ''
     return f"unknown configuration key {key!r}.{hint} Valid keys: {', '.join(valid_keys(cfg))}"
 
+# %% ../nbs/14_config.ipynb #7ceaf552
 def apply_overrides(cfg: Config, overrides=()) -> Config:
     "Apply `key=value` strings (command line) to `cfg` in place."
     for o in overrides:
         if '=' not in o: raise ValueError(f"override {o!r} is not of the form key=value (e.g. optim.lr=0.001)")
         k, v = o.split('=', 1)
-        if k.strip() == 'preset':        # the base every other value starts from: an override would relabel, not change, it
-            raise ValueError(f"override {o!r}: the preset is chosen with --preset {v.strip()} (or a `preset:` line in a --config file)")
+        if k.strip() == 'preset':
+            raise ValueError(f"override {o!r}: the preset is chosen with --preset {v.strip()} "
+                             "(or a `preset:` line in a --config file)")
         set_key(cfg, k.strip(), v.strip())
     return cfg
 
-# %% ../nbs/14_config.ipynb #f9efd1a6
+# %% ../nbs/14_config.ipynb #aa1ac9ba
 def _imagenet(c: Config) -> Config:
-    "Paper presets start from torchvision's ImageNet ResNet, which has the 7x7 stem (see `ael_nb.model.load_pretrained`)."
-    # the authors' deep stem instead: model.deep_stem=true model.pretrained=PATH of their 'resnet101c' file
+    "Paper presets start from torchvision's ImageNet ResNet, which has the 7x7 stem."
     c.model.deep_stem, c.model.pretrained = False, 'imagenet'
-    c.optim.amp, c.model.channels_last = 'auto', 'auto'   # bf16 + channels-last where bf16 is native: 1.52x on an H200 (bench/RESULTS.md)
+    c.optim.amp, c.model.channels_last = 'auto', 'auto'
     return c
 
+# %% ../nbs/14_config.ipynb #f9efd1a6
 def cityscapes() -> Config:
-    "The paper's Cityscapes setting (the defaults, ImageNet ResNet-101 with torchvision's stem) plus the authors' Copy-Paste exclusions."
+    "The paper's Cityscapes setting (the defaults, ImageNet ResNet-101) plus the authors' Copy-Paste exclusions."
     c = _imagenet(Config(preset='cityscapes'))
     c.data.dataset = 'cityscapes'
-    c.method.cp_exclude = (0, 1, 2, 8, 10)   # road, sidewalk, building, vegetation, sky
+    c.method.cp_exclude = (0, 1, 2, 8, 10)
     return c
 
+# %% ../nbs/14_config.ipynb #9d3cdb33
 def voc() -> Config:
     "The paper's PASCAL VOC 2012 setting (ImageNet ResNet-101 with torchvision's stem)."
     c = _imagenet(Config(preset='voc'))
     c.data.dataset, c.data.train_split, c.data.crop_size = 'voc', 'train_aug', (513, 513)
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.001, 1e-4, 30000
     c.method.r_star, c.method.k, c.method.pl_threshold = 0.03, 1, 0.7
-    c.method.cp_exclude = (0,)              # background: with K=1 a pasted background erases the target's object
+    c.method.cp_exclude = (0,)
     c.eval.protocol, c.eval.crop = 'center', (513, 513)
     return c
 
+# %% ../nbs/14_config.ipynb #14061a82
 def ade20k() -> Config:
     "ADE20K: the paper reports results but no setting; these values are chosen (see the table above)."
     c = _imagenet(Config(preset='ade20k'))
-    c.data.dataset, c.data.train_split, c.data.val_split, c.data.crop_size = 'ade20k', 'training', 'validation', (513, 513)
+    c.data.dataset, c.data.train_split, c.data.val_split = 'ade20k', 'training', 'validation'
+    c.data.crop_size = (513, 513)
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.01, 1e-4, 40000
     c.eval.protocol, c.eval.window, c.eval.stride = 'sliding', (513, 513), (341, 341)
     return c
 
+# %% ../nbs/14_config.ipynb #0a285521
 def cpu() -> Config:
-    "Synthetic scenes on the CPU: what `ael-train` runs with no arguments (whole 64x96 scenes, ResNet-18 OS16, a 64-channel head)."
+    "Synthetic scenes on the CPU: what `ael-train` runs with no arguments."
     c = Config(preset='cpu')
     c.data.dataset, c.data.train_split, c.data.val_split = 'synthetic', 'train', 'val'
     c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/8, (64, 96), (64, 96), (1.0, 1.0)
-    c.data.batch_size = 4                   # data.num_workers 'auto': none on the CPU, by core count on a GPU
+    c.data.batch_size = 4
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
-    c.model.head_channels = 64              # the decoder was half the step's work on AVX2 (bench/results/levers_cpu_avx2_cheaper.md)
-    c.model.channels_last = True            # bench/results/levers_cpu.md
+    c.model.head_channels = 64
+    c.model.channels_last = True
     c.optim.lr, c.optim.weight_decay, c.optim.iters, c.optim.sup_loss = 0.02, 1e-4, 1600, 'ce'
-    c.optim.amp = 'auto'                    # bf16 on a CPU with AMX / AVX-512 BF16 or a bf16 GPU, else fp32
-    c.method.tau = 1 - 18 / 1600            # the paper's time constant (0.999 over 18k steps) as the same fraction of 1600 steps
-    c.method.alpha_rampup = 1600            # from scratch the teacher must learn rare classes before its pseudo-labels count (bench/RESULTS.md)
-    c.method.acm_targets = 'half'           # the authors' batch: 2 targets + 2 ACM sources, one teacher call
+    c.optim.amp = 'auto'
+    c.method.tau = 1 - 18 / 1600
+    c.method.alpha_rampup = 1600
+    c.method.acm_targets = 'half'
     c.eval.protocol, c.eval.interval, c.eval.num_workers = 'whole', 400, 0
     c.run.out, c.run.log_interval = 'runs/cpu', 10
-    c.run.trace_interval = 100              # 16 small traces that 22_step_through's slider shows
+    c.run.trace_interval = 100
     return c
 
+# %% ../nbs/14_config.ipynb #92ce1583
 def cpu96() -> Config:
-    "`cpu` at whole 96x128 scenes, a 256-channel head and 800 steps of batch 8 + 8: the setting of the CPU figures in bench/RESULTS.md up to issue 31."
+    "`cpu` at whole 96x128 scenes, a 256-channel head and 800 steps of batch 8 + 8."
     c = cpu(); c.preset = 'cpu96'
     c.data.synthetic_size = c.data.crop_size = (96, 128)
     c.data.batch_size, c.model.head_channels = 8, 256
     c.optim.lr, c.optim.iters = 0.01, 800
-    c.method.tau, c.method.alpha_rampup = 0.9775, 400   # the same time constant as 800 steps; alpha ramped over the first half
+    c.method.tau, c.method.alpha_rampup = 0.9775, 400
     c.run.out, c.run.trace_interval = 'runs/cpu96', 50
     return c
 
+# %% ../nbs/14_config.ipynb #c38de8bf
 PRESETS = dict(cityscapes=cityscapes, voc=voc, ade20k=ade20k, cpu=cpu, cpu96=cpu96)
 
 # %% ../nbs/14_config.ipynb #14d000c4
 def folder() -> Config:
-    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): the `cpu96` network and method on random crops, 2000 steps."
+    "A folder of one's own images and masks (`data.root=ROOT`, `ael_nb.folder`): `cpu96` on random crops, 2000 steps."
     c = cpu96(); c.preset = 'folder'
-    c.data.dataset, c.data.fraction = 'folder', 1.0   # every label file is used; images without one are unlabeled
-    c.data.crop_size, c.data.scale = (256, 256), (0.5, 2.0)   # images of any size: random-resized crops
+    c.data.dataset, c.data.fraction = 'folder', 1.0
+    c.data.crop_size, c.data.scale = (256, 256), (0.5, 2.0)
     c.optim.iters = 2000
-    c.method.tau = 1 - 1 / 111              # the paper's time constant (1000 of 18k steps) as the same fraction of 2000 steps
-    c.method.alpha_rampup = 1000            # half the run, as `cpu`: from scratch the teacher learns rare classes first
-    c.model.pretrained = 'auto'             # torchvision's ImageNet ResNet-18 when at hand (`ael_nb.model.load_pretrained`)
-    c.eval.max_size = 1024                  # photos of any size: the forward pass at most 1024 on its longest side (15_evaluate)
+    c.method.tau = 1 - 1 / 111
+    c.method.alpha_rampup = 1000
+    c.model.pretrained = 'auto'
+    c.eval.max_size = 1024
     c.eval.interval, c.run.out, c.run.trace_interval = 500, 'runs/folder', 100
     return c
 
 PRESETS['folder'] = folder
 
-# %% ../nbs/14_config.ipynb #0337b3aa
+# %% ../nbs/14_config.ipynb #cf173af2
 def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
     "(check, description) of a finite number in a range."
     def ok(v):
@@ -481,23 +531,29 @@ def _num(lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
         if not math.isfinite(v): return False
         return (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
     kind = 'an integer' if integer else 'a finite number'
-    if lo is not None and hi is not None: desc = f"{kind} in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    if lo is not None and hi is not None:
+        desc = f"{kind} in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
     elif lo is not None: desc = f"{kind} {'>' if lo_open else '>='} {lo}"
     else: desc = kind
     return ok, desc
 
 def _int(lo=None, hi=None): return _num(lo, hi, integer=True)
+
+# %% ../nbs/14_config.ipynb #fb92e2e1
 def _opt(rule): return (lambda v: v is None or rule[0](v)), f"null or {rule[1]}"
 def _auto(rule): return (lambda v: v == 'auto' or rule[0](v)), f"'auto' or {rule[1]}"
 def _each(rule): return (lambda v: isinstance(v, (tuple, list)) and all(rule[0](x) for x in v)), f"each {rule[1]}"
 def _one_of(*vals): return (lambda v: v in vals), f"one of {list(vals)}"
-def _ordered(rule): return (lambda v: _each(rule)[0](v) and list(v) == sorted(v)), f"(low, high) with low <= high, {_each(rule)[1]}"
+def _ordered(rule):
+    return (lambda v: _each(rule)[0](v) and list(v) == sorted(v)), f"(low, high) with low <= high, {_each(rule)[1]}"
 _TEXT = (lambda v: isinstance(v, str) and v.strip() != ''), 'a non-empty string'
 DEVICE_RE = r'auto|cpu|mps|cuda(:\d+)?'
-_DEVICE = (lambda v: isinstance(v, str) and re.fullmatch(DEVICE_RE, v) is not None), "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+_DEVICE = ((lambda v: isinstance(v, str) and re.fullmatch(DEVICE_RE, v) is not None),
+           "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
 _PROB = _num(0, 1)
 _BOOL = (lambda v: isinstance(v, bool)), 'true or false'
 
+# %% ../nbs/14_config.ipynb #bfd8dcd8
 RANGES = {
     'data.dataset': _TEXT, 'data.root': _opt(_TEXT), 'data.manifest': _opt(_TEXT),
     'data.fraction': _num(0, 1, lo_open=True), 'data.train_split': _TEXT, 'data.val_split': _TEXT,
@@ -506,30 +562,48 @@ RANGES = {
     'data.pin_memory': _auto(_BOOL), 'model.channels_last': _auto(_BOOL), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
     'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
-    'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT), 'model.dropout': _num(0, 1, hi_open=True),
-    'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True), 'optim.momentum': _num(0, 1, hi_open=True),
+    'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT),
+    'model.dropout': _num(0, 1, hi_open=True),
+    'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True),
+    'optim.momentum': _num(0, 1, hi_open=True),
     'optim.weight_decay': _num(0), 'optim.iters': _int(1), 'optim.poly_power': _num(0), 'optim.warmup_iters': _int(0),
     'optim.accum_steps': _int(1), 'optim.ohem_thresh': _PROB, 'optim.ohem_min_kept': _int(0),
+}
+
+# %% ../nbs/14_config.ipynb #9c291948
+RANGES.update({
     'method.alpha': _num(0), 'method.alpha_rampup': _int(0), 'method.ema_decay': _PROB, 'method.pl_threshold': _PROB,
-    'method.tau': _num(0, 1, hi_open=True), 'method.bank_init': _opt(_PROB), 'method.gamma': _num(0), 'method.beta': _num(0),
+    'method.tau': _num(0, 1, hi_open=True), 'method.bank_init': _opt(_PROB), 'method.gamma': _num(0),
+    'method.beta': _num(0),
     'method.temperature': _num(0, lo_open=True), 'method.r_star': _PROB, 'method.acm_exclude': _each(_int(0)),
     'method.k': _int(1), 'method.cp_prob': _PROB, 'method.cp_scale': _ordered(_num(0, lo_open=True)),
     'method.cp_exclude': _each(_int(0)), 'method.acm_min_area': _opt(_PROB), 'method.acm_stride': _int(1),
+})
+
+# %% ../nbs/14_config.ipynb #43db0e93
+RANGES.update({
     'eval.window': _each(_int(1)), 'eval.stride': _each(_int(1)), 'eval.crop': _each(_int(1)), 'eval.interval': _int(0),
-    'eval.models': ((lambda v: isinstance(v, (tuple, list)) and 0 < len(v) == len(set(v)) and set(v) <= {'teacher', 'student'}),
+    'eval.models': ((lambda v: isinstance(v, (tuple, list)) and 0 < len(v) == len(set(v))
+                     and set(v) <= {'teacher', 'student'}),
                     "'teacher', 'student' or both (at least one, no repeats)"),
     'eval.max_images': _opt(_int(1)), 'eval.max_size': _opt(_int(1)), 'eval.num_workers': _int(0),
-    'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)), 'run.log_interval': _int(1),
+    'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)),
+    'run.log_interval': _int(1),
     'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
     'run.checkpoint_interval': _int(0), 'run.checkpoint_minutes': _num(0), 'run.max_skipped': _int(0),
+})
+
+# %% ../nbs/14_config.ipynb #ba14be4f
+RANGES.update({
     **{f'method.{p}': ((lambda v: v is None or isinstance(v, bool)), "true, false or null (on under method.name=ael)")
        for p in AEL_PARTS},
     'method.conf_thresh': _PROB, 'method.strong_views': _int(1), 'method.fp_dropout': _num(0, 1, hi_open=True),
     'method.unimatch_weights': _each(_num(0)), 'method.jitter': _each(_num(0)), 'method.jitter_prob': _PROB,
     'method.gray_prob': _PROB, 'method.blur_prob': _PROB, 'method.blur_sigma': _ordered(_num(0, lo_open=True)),
     'method.mix_prob': _PROB, 'method.mix_area': _ordered(_num(0, 1, lo_open=True)),
-}
+})
 
+# %% ../nbs/14_config.ipynb #bacfc693
 def _method_checks(m: MethodConfig) -> list[str]:
     "Switches that would be silently ignored by the chosen method."
     bad = [f"method.{p}=true needs a basic framework to act on (method.name={m.name!r}): use cutmix, fixmatch, "
@@ -541,6 +615,7 @@ def _method_checks(m: MethodConfig) -> list[str]:
     if m.jitter[3] > 0.5: bad.append(f"method.jitter={m.jitter!r}: the hue jitter (4th value) must be <= 0.5")
     return bad
 
+# %% ../nbs/14_config.ipynb #0337b3aa
 def _get(cfg, key):
     for p in key.split('.'): cfg = getattr(cfg, p)
     return cfg
@@ -552,7 +627,7 @@ def _typed(cls, leaf, v):
     return isinstance(v, bool), 'true or false'
 
 def validate(cfg: Config) -> Config:
-    "Check every key of `cfg` against `RANGES` (and its declared choices); raise one ValueError naming each bad key and its range."
+    "Check every key of `cfg` against `RANGES` (and its declared choices); raise one ValueError naming each bad key."
     bad = []
     for key in valid_keys(cfg):
         if key == 'preset': ok, desc = _one_of(*PRESETS)[0](cfg.preset), f"one of {list(PRESETS)}"
@@ -562,9 +637,11 @@ def validate(cfg: Config) -> Config:
         if not ok: bad.append(f"{key}={_get(cfg, key)!r} must be {desc}")
     e = cfg.eval
     if not bad and any(s > w for s, w in zip(e.stride, e.window)):
-        bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} (pixels between windows would get no prediction)")
+        bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} "
+                   "(pixels between windows would get no prediction)")
     if not bad and cfg.data.batch_size % cfg.optim.accum_steps:
-        bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by optim.accum_steps={cfg.optim.accum_steps}")
+        bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by "
+                   f"optim.accum_steps={cfg.optim.accum_steps}")
     if not bad and cfg.method.aes_bank == 'after' and cfg.optim.accum_steps > 1:
         bad.append(f"method.aes_bank='after' needs optim.accum_steps=1, got {cfg.optim.accum_steps} "
                    "(the bank changes once per optimiser step, after the last micro-batch's AES)")
@@ -573,12 +650,14 @@ def validate(cfg: Config) -> Config:
     return cfg
 
 # %% ../nbs/14_config.ipynb #c4d9e2a1
+# AEL's parts on whichever method uses them (None: on under 'ael', `resolved`)
 _AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part) is None else getattr(c.method, part)),
-                     f"method.{part}=true")   # AEL's parts on whichever method uses them (None: on under 'ael', `resolved`)
+                     f"method.{part}=true")
 _SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
 USED_WHEN = {
-    'eval.window': _SLIDING, 'eval.stride': _SLIDING, 'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
+    'eval.window': _SLIDING, 'eval.stride': _SLIDING,
+    'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
     'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
     'method.gamma': _AEL('dr'), 'method.beta': _AEL('aes'), 'method.aes_source': _AEL('aes'),
@@ -587,7 +666,7 @@ USED_WHEN = {
 }
 
 def unused(cfg: Config, keys) -> list[str]:
-    "Of the given `keys`, those `cfg` ignores ('key (used only with setting)'): `USED_WHEN`, and every method.* key of a supervised run."
+    "Of `keys`, those `cfg` ignores ('key (used only with setting)'): `USED_WHEN`, and method.* of a supervised run."
     out = []
     for k in dict.fromkeys(keys):
         if k.startswith('method.') and k != 'method.name' and cfg.method.name == 'supervised':
@@ -618,7 +697,7 @@ def from_dict(d: dict, base: Config|None = None) -> Config:
     return cfg
 
 def asked_preset(name: str) -> Config:
-    "What the named preset asks for (AEL's components may be None: they follow `method.name`); the base of files and overrides."
+    "What the named preset asks for (AEL's components None until resolved): the base that files and overrides change."
     if name not in PRESETS: raise KeyError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
     return PRESETS[name]()
 
@@ -655,10 +734,12 @@ def read_yaml(path):
         for name, line in _yaml_keys(node) if isinstance(node, yaml.MappingNode) else ():
             if name in seen: raise DataError(p, f"{name} is set twice, at lines {seen[name]} and {line}: keep one")
             seen[name] = line
-        return yaml.safe_load(text)          # a tag such as !!python/object builds nothing: safe_load refuses it here
+        # a tag such as !!python/object builds nothing: safe_load refuses it here
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
         at = getattr(e, 'problem_mark', None)
-        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + (f" at line {at.line + 1} column {at.column + 1}" if at else '')) from None
+        where = f" at line {at.line + 1} column {at.column + 1}" if at else ''
+        raise DataError(p, f"not valid YAML: {getattr(e, 'problem', None) or e}" + where) from None
     except UnicodeDecodeError as e: raise DataError(p, f'not a text file ({e.reason})') from None
 
 # %% ../nbs/14_config.ipynb #aea5132c
@@ -692,7 +773,7 @@ def _authors(dataset: str) -> Config:
 PRESETS.update({f'{d}-authors': (lambda d=d: _authors(d)) for d in AUTHORS})
 
 def authors(dataset: str) -> Config:
-    "The `dataset` preset with the authors' code's settings (`AUTHORS[dataset]`), resolved: what produced the paper's tables."
+    "The `dataset` preset with the authors' code's settings (`AUTHORS[dataset]`), resolved: the paper's tables."
     return get_preset(f'{dataset}-authors')
 
 # %% ../nbs/14_config.ipynb #afa9815a
@@ -705,7 +786,7 @@ PRESETS.update({f'{d}-{m}': (lambda d=d, m=m: _weak_to_strong(d, m))
                 for d in WEAK_TO_STRONG for m in ('fixmatch', 'unimatch')})
 
 def weak_to_strong(dataset: str, method: str) -> Config:
-    "The `dataset` preset with `method` ('fixmatch' or 'unimatch') at its authors' values (`WEAK_TO_STRONG[dataset]`), resolved."
+    "The `dataset` preset with `method` ('fixmatch', 'unimatch') at its authors' values (`WEAK_TO_STRONG`), resolved."
     return get_preset(f'{dataset}-{method}')
 
 # %% ../nbs/14_config.ipynb #f434e879
