@@ -697,7 +697,7 @@ def from_dict(d: dict, base: Config|None = None) -> Config:
     return cfg
 
 def asked_preset(name: str) -> Config:
-    "What the named preset asks for (AEL's components None until resolved): the base that files and overrides change."
+    "What the named preset asks for (AEL's parts may be None until resolved): the base that files and overrides change."
     if name not in PRESETS: raise KeyError(f"unknown preset {name!r}; presets: {', '.join(PRESETS)}")
     return PRESETS[name]()
 
