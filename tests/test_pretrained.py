@@ -84,7 +84,8 @@ def test_fetch_command_names_real_weights():
 
 def test_probe_gives_up_within_its_timeout(monkeypatch):
     "A name lookup that hangs (no packet leaves this machine): the probe answers at its timeout, not the lookup's end."
-    monkeypatch.setattr(model_mod.socket, 'create_connection', lambda *a, **k: time.sleep(5))
+    def hung_lookup(*a, **k): time.sleep(5); raise OSError('name lookup timed out')
+    monkeypatch.setattr(model_mod.socket, 'create_connection', hung_lookup)
     t0 = time.monotonic()
     assert not model_mod.reachable('http://example.invalid/x.pth', timeout=0.3)
     assert time.monotonic() - t0 < 5
