@@ -1,5 +1,6 @@
 """The house style of the engine notebooks (00_core .. 21_faults), counted by tools/style_counts.py: every public
-definition followed by its example, no export cell over 40 lines, no code line over 120 characters."""
+definition followed by its example, no export cell over 40 lines, no code line over 120 characters, and no prose
+line over 120 characters (a table row and a line holding a link cannot wrap)."""
 import importlib.util, json, sys
 from pathlib import Path
 import pytest
@@ -35,6 +36,25 @@ def test_no_export_cell_over_40_lines(nb):
 def test_no_code_line_over_120_characters(nb):
     c = style_counts.count(nb)
     assert not c.long_lines, f"{nb.name}: lines over {style_counts.MAX_LINE} characters: " + '; '.join(c.long_lines)
+
+
+def long_prose(nb: Path) -> list[str]:
+    "Markdown lines over 120 characters, table rows and lines holding a link aside (neither can wrap)."
+    cells = json.loads(nb.read_text())['cells']
+    return [f"cell {c['id']}: {l[:60]}..." for c in cells if c['cell_type'] == 'markdown'
+            for l in ''.join(c['source']).splitlines()
+            if len(l) > style_counts.MAX_LINE and not l.lstrip().startswith('|') and 'http' not in l]
+
+
+@pytest.mark.parametrize('nb', ENGINE, ids=lambda p: p.stem)
+def test_no_prose_line_over_120_characters(nb):
+    assert not long_prose(nb), f"{nb.name}: prose lines over {style_counts.MAX_LINE} characters: " + '; '.join(long_prose(nb))
+
+
+def test_long_prose_is_found(tmp_path):
+    nb = _notebook(tmp_path / 'p.ipynb', ('markdown', 'm1', 'x' * 121 + '\n| ' + 'y' * 130 + ' |\n'),
+                   ('markdown', 'm2', 'short\nsee https://' + 'z' * 130))
+    assert long_prose(nb) == ['cell m1: ' + 'x' * 60 + '...']
 
 
 def _notebook(path: Path, *cells: tuple[str, str, str]) -> Path:
