@@ -38,23 +38,10 @@ def test_no_code_line_over_120_characters(nb):
     assert not c.long_lines, f"{nb.name}: lines over {style_counts.MAX_LINE} characters: " + '; '.join(c.long_lines)
 
 
-def long_prose(nb: Path) -> list[str]:
-    "Markdown lines over 120 characters, table rows and lines holding a link aside (neither can wrap)."
-    cells = json.loads(nb.read_text())['cells']
-    return [f"cell {c['id']}: {l[:60]}..." for c in cells if c['cell_type'] == 'markdown'
-            for l in ''.join(c['source']).splitlines()
-            if len(l) > style_counts.MAX_LINE and not l.lstrip().startswith('|') and 'http' not in l]
-
-
 @pytest.mark.parametrize('nb', ENGINE, ids=lambda p: p.stem)
 def test_no_prose_line_over_120_characters(nb):
-    assert not long_prose(nb), f"{nb.name}: prose lines over {style_counts.MAX_LINE} characters: " + '; '.join(long_prose(nb))
-
-
-def test_long_prose_is_found(tmp_path):
-    nb = _notebook(tmp_path / 'p.ipynb', ('markdown', 'm1', 'x' * 121 + '\n| ' + 'y' * 130 + ' |\n'),
-                   ('markdown', 'm2', 'short\nsee https://' + 'z' * 130))
-    assert long_prose(nb) == ['cell m1: ' + 'x' * 60 + '...']
+    c = style_counts.count(nb)
+    assert not c.long_prose, f"{nb.name}: prose lines over {style_counts.MAX_LINE} characters: " + '; '.join(c.long_prose)
 
 
 def _notebook(path: Path, *cells: tuple[str, str, str]) -> Path:
@@ -108,3 +95,10 @@ def test_guide_rewrites_only_the_table_between_its_markers(tmp_path, monkeypatch
     assert rows[0].startswith(f'| engine notebooks, before ({style_counts.BEFORE}) | 1 | 1 | 1 | 0 | 1 | 100 % | 0 |')
     assert rows[1].split(' | ')[1:] == ['2', '1', '1', '0', '2', '100 %', '0 |'] and rows[2] == old_fastcore
     assert '| stale |' not in text
+
+
+def test_long_prose_is_found(tmp_path):
+    "A 121-character prose line is found; a long table row and a long line holding a link are not."
+    nb = _notebook(tmp_path / 'p.ipynb', ('markdown', 'm1', 'x' * 121 + '\n| ' + 'y' * 130 + ' |\n'),
+                   ('markdown', 'm2', 'short\nsee https://' + 'z' * 130))
+    assert style_counts.count(nb).long_prose == ['cell m1 line 1 (121 chars)']

@@ -9,7 +9,7 @@ An export cell is a code cell with an `#| export...` directive; its length count
 A public definition is a top-level `def`/`class` (a `@patch`ed method included) of an export cell whose name does not
 start with `_`. It is followed by its example when the next code cell (markdown between is fine) is not an export cell
 and uses the name (as a name or an attribute, not in a comment). A long line is a line of any code cell over 120
-characters.
+characters; a long prose line, one of a markdown cell, table rows and lines holding a link aside (they cannot wrap).
 """
 from __future__ import annotations
 import argparse, ast, json, re, statistics, subprocess, sys, tempfile
@@ -82,10 +82,11 @@ class Counts:
     missing: list[str] = field(default_factory=list)  # those not followed by their example
     long_cells: list[str] = field(default_factory=list)  # 'cell N (L lines)' of each export cell over MAX_CELL
     long_lines: list[str] = field(default_factory=list)  # 'cell N line K (L chars)' of each line over MAX_LINE
+    long_prose: list[str] = field(default_factory=list)  # the same, of the markdown cells' prose
 
     def __add__(self, other: Counts) -> Counts:
         return Counts('total', *(getattr(self, k) + getattr(other, k)
-                                 for k in ('cell_lines', 'defs', 'missing', 'long_cells', 'long_lines')))
+                                 for k in ('cell_lines', 'defs', 'missing', 'long_cells', 'long_lines', 'long_prose')))
 
     def row(self) -> dict:
         "The counted numbers, as the table prints them."
@@ -99,8 +100,14 @@ class Counts:
 
 def count(path: Path, name: str | None = None) -> Counts:
     "Count one notebook's export cells, public definitions with and without their example, and long lines."
-    cells = [c for c in json.loads(Path(path).read_text())['cells'] if c['cell_type'] == 'code']
+    every = json.loads(Path(path).read_text())['cells']
+    cells = [c for c in every if c['cell_type'] == 'code']
     c = Counts(name or Path(path).stem)
+    for i, cell in enumerate(every):
+        if cell['cell_type'] != 'markdown': continue
+        for k, line in enumerate(''.join(cell['source']).splitlines(), 1):
+            if len(line) > MAX_LINE and not line.lstrip().startswith('|') and 'http' not in line:
+                c.long_prose.append(f"cell {cell.get('id', i)} line {k} ({len(line)} chars)")
     for i, cell in enumerate(cells):
         src, at = ''.join(cell['source']), f"cell {cell.get('id', i)}"  # the id, as nbdev-clean keeps it
         for k, line in enumerate(src.splitlines(), 1):
@@ -182,7 +189,7 @@ def main(argv: list[str] | None = None):
     print(table(counts + [total(counts, 'total')]))
     if a.violations:
         for c in counts:
-            for what in ('missing', 'long_cells', 'long_lines'):
+            for what in ('missing', 'long_cells', 'long_lines', 'long_prose'):
                 for v in getattr(c, what): print(f'{c.name}: {what}: {v}')
 
 
