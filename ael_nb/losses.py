@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from .core import IGNORE_INDEX
 
 # %% auto #0
-__all__ = ['ce_loss', 'ohem_mask', 'ohem_ce', 'dr_weights', 'unsup_loss']
+__all__ = ['ce_loss', 'ohem_mask', 'ohem_ce', 'dr_weights', 'unsup_loss', 'spare_classes']
 
 # %% ../nbs/04_losses.ipynb #f2de5ac4
 def ce_loss(
@@ -82,3 +82,15 @@ def unsup_loss(
     has = den > 0
     ratio = num / torch.where(has, den, 1)
     return (ratio * has).sum() / has.sum().clamp_min(1)
+
+# %% ../nbs/04_losses.ipynb #d1c903fd
+def spare_classes(
+    logits: torch.Tensor,  # [B,C,H,W] student logits on the unlabeled batch
+    pseudo_label: torch.Tensor,  # [B,H,W] teacher arg-max, `ignore_index` = no target
+    spared: torch.Tensor,  # bool [C], e.g. `conf < method.spare_unseen`
+    ignore_index: int = IGNORE_INDEX,
+) -> torch.Tensor:  # [B,C,H,W]: -inf where a spared class is not the pixel's pseudo-label
+    "Spared classes leave the softmax where they are not the pseudo-label: the cross-entropy pushes none down."
+    c = torch.arange(logits.shape[1], device=logits.device).view(1, -1, 1, 1)
+    y = pseudo_label.unsqueeze(1)
+    return logits.masked_fill(spared.view(1, -1, 1, 1) & (c != y) & (y != ignore_index), float('-inf'))

@@ -55,3 +55,12 @@ def test_ael_train_cli_runs_unimatch_with_acp(tmp_path):
     assert s['method'] == 'unimatch' and s['it'] == 2
     cfg = read_checkpoint(tmp_path / 'latest.pth')['config']['method']
     assert (cfg['acp'], cfg['acm'], cfg['aes'], cfg['dr']) == (True, False, False, False)
+
+
+@pytest.mark.parametrize('over', [[], ['method.base=fixmatch', 'method.conf_thresh=0']])
+def test_spare_unseen_takes_unseen_classes_out_of_the_unlabeled_loss(tmp_path, over):
+    "Every class below Conf 1 spared: each pixel's softmax holds its pseudo-label alone, so L_u is 0; off, it is not."
+    for spare in ('1', '0'):
+        train(tiny(tmp_path / spare, 'method.name=ael', *over, f'method.spare_unseen={spare}', 'run.log_interval=1'))
+        recs = [r for r in read_metrics(tmp_path / spare) if 'loss' in r]
+        assert len(recs) == 2 and all((r['loss_u'] == 0) == (spare == '1') for r in recs), recs
