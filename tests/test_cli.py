@@ -195,7 +195,7 @@ def test_train_says_how_long_it_will_take(capsys, tmp_path):
     assert rc == 0, err
     lines = [l for l in out.splitlines() if 'a step here' in l]
     assert len(lines) == 1, out
-    assert re.fullmatch(rf"\d+\.\d\d s a step here: (about \d+ min|under a minute) for the {iters - ESTIMATE_AFTER - 1} steps left "
+    assert re.fullmatch(rf"\d+\.\d\d s a step here: (about \d+ minutes?|about [\d.]+ hours|about an hour|under a minute) for the {iters - ESTIMATE_AFTER - 1} steps left "
                         r"on this machine, plus 1 evaluation", lines[0]), lines[0]
     assert out.index('fp32 (optim.amp=none)') < out.index(lines[0])   # after the first line, which names the precision
 
