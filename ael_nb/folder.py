@@ -280,7 +280,7 @@ def orphan_lines(root: Path, split: str = 'train', suffix: str = '') -> list[str
     fix = _yaml_line(dict(mask_suffix=s))[1:-1]
     return [f'{lab_dir}: the {n} label{"s are" if n > 1 else " is"} named as {"their" if n > 1 else "its"} image '
             f'plus {s!r} ({p.relative_to(lab_dir)} for {shown}), so none '
-            f'is found: add "{fix}" to classes.yaml, or rename them without {s!r}']
+            f'is found: add "{fix}" to classes.yaml, or rename {"them" if n > 1 else "it"} without {s!r}']
 
 
 # %% ../nbs/08a_folder.ipynb #daa29f3a
