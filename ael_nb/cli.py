@@ -116,7 +116,6 @@ def measured_time(cfg,               # the run's `Config`
             f"{f.name}): its {steps} steps take {about_minutes(m)} on one such core, {about_minutes(m / 2)} on two; "
             f"this machine's own estimate follows after {ESTIMATE_AFTER} steps")
 
-
 # %% ../nbs/23_cli.ipynb #8e863cd0
 def _fail(prog, e):
     print(f"{prog}: error: {e}", file=sys.stderr); return 2

@@ -89,7 +89,6 @@ def _mask_suffix(d: dict, path: Path) -> str:
         raise DataError(path, f"mask_suffix: {s!r} must be the text a mask's name adds to its image's, e.g. _mask")
     return s
 
-
 # %% ../nbs/08a_folder.ipynb #87591d00
 def read_classes(root) -> dict:
     "Names, ids (label values), colours, ignore value (None: none) and colour, tail (None: not given), mask suffix."
@@ -263,7 +262,6 @@ def suffix_of(label_ids: list[str], image_ids) -> str|None:
         if all(i.endswith(s) and i[:-len(s)] in image_ids for i in label_ids): return s
     return None
 
-
 # %% ../nbs/08a_folder.ipynb #c5d1f0a3
 def _yaml_line(d: dict) -> str: return yaml.safe_dump(d, default_flow_style=True, sort_keys=False, width=10**9).strip()
 
@@ -281,7 +279,6 @@ def orphan_lines(root: Path, split: str = 'train', suffix: str = '') -> list[str
     return [f'{lab_dir}: the {n} label{"s are" if n > 1 else " is"} named as {"their" if n > 1 else "its"} image '
             f'plus {s!r} ({p.relative_to(lab_dir)} for {shown}), so none '
             f'is found: add "{fix}" to classes.yaml, or rename {"them" if n > 1 else "it"} without {s!r}']
-
 
 # %% ../nbs/08a_folder.ipynb #daa29f3a
 def tail_by_frequency(counts) -> list[int]:
@@ -306,7 +303,6 @@ def class_pixels(ds: SegDataset) -> np.ndarray:
     "Labeled pixels per class over `ds`'s label files (`label_pixels`; `problems` names a file it cannot decode)."
     return label_pixels(ds)[0]
 
-
 # %% ../nbs/08a_folder.ipynb #4929132f
 def _stamp(root: Path, classes: dict) -> tuple:
     "Sizes and times of a folder's training masks and classes file: its counts hold until one of them changes."
@@ -315,11 +311,13 @@ def _stamp(root: Path, classes: dict) -> tuple:
 
 @lru_cache(maxsize=8)
 def _train_pixels(root: str, stamp: tuple) -> tuple[np.ndarray, int]:
+    "`label_pixels` of the training split of the folder at `root` as of `stamp`."
     return label_pixels(FolderDataset(root, 'train', tail=[]))
 
 def _folder_pixels(root: Path, classes: dict) -> tuple[np.ndarray, int]:
     "`label_pixels` of a folder's training split, read once while its masks and classes file stay as they are."
-    return _train_pixels(str(root), _stamp(Path(root), classes))
+    counts, ignored = _train_pixels(str(root), _stamp(Path(root), classes))
+    return counts.copy(), ignored                                   # the cached counts stay as read
 
 def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
     "Tail class ids of a folder and why: the classes file's `tail`, else `tail_by_frequency` of the training labels."
@@ -330,7 +328,6 @@ def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
     tail, n = tail_by_frequency(counts), int((counts > 0).sum())
     return tail, (f"tail classes {', '.join(classes['names'][k] for k in tail)}: the {len(tail)} of {n} classes "
                   f"with the fewest labeled pixels in {Path(root)/'labels'} ({classes['path'].name} names none)")
-
 
 # %% ../nbs/08a_folder.ipynb #d7e0b1a1
 def ignored_class(counts, ignored: int, classes: dict) -> int|None:
@@ -347,9 +344,8 @@ def binary_fix(classes: dict, k: int) -> str:
         e = dict(name=classes['names'][j], **({'color': list(classes['colors'][j])} if classes['given'][j] else {}),
                  **({'id': ids[j]} if ids[j] != pos else {}))
         cls.append(e['name'] if len(e) == 1 else e)
-    more = {k: classes[k] for k in ('tail', 'mask_suffix') if classes[k]}
+    more = {key: classes[key] for key in ('tail', 'mask_suffix') if classes[key]}
     return _yaml_line(dict(classes=cls, ignore='none', **more))
-
 
 # %% ../nbs/08a_folder.ipynb #d7e0b1a3
 def _binary_line(root: Path, classes: dict) -> str|None:
@@ -361,7 +357,6 @@ def _binary_line(root: Path, classes: dict) -> str|None:
     return (f"{classes['path']}: class {name!r} (id {classes['ids'][k]}) has no labeled pixel, and the masks hold "
             f"{ignored} px of the ignore value {ign}, as a binary mask saved {other}/{ign} holds its foreground; "
             f"if those pixels are {name}, write classes.yaml as {binary_fix(classes, k)}")
-
 
 # %% ../nbs/08a_folder.ipynb #eb00c590
 class FolderDataset(SegDataset):

@@ -144,7 +144,6 @@ def no_unlabeled(cfg: Config) -> str:
     return (f"{why}: every training image keeps its mask at data.fraction={cfg.data.fraction:g}; data.fraction=1/8 "
             "keeps 1 mask in 8 and makes the rest unlabeled (or train --method supervised)")
 
-
 # %% ../nbs/20_train.ipynb #d2825616
 def setup(cfg: Config, init: str|Path|None = None) -> Run:
     "Everything a run needs, built once; `run.resume` continues `<run.out>/latest.pth`."
@@ -318,7 +317,6 @@ def about_minutes(m: float) -> str:
     if m < 59.5: return f"about {round(m)} minute{'s' * (round(m) != 1)}"
     h = f'{m / 60:.1f}' if m < 597 else f'{m / 60:.0f}'          # tenths below ten hours
     return 'about an hour' if h == '1.0' else f'about {h} hours'
-
 
 # %% ../nbs/20_train.ipynb #a20e0028
 def duration_line(step_s: float,  # seconds one step took here
