@@ -10,7 +10,8 @@ import yaml
 from pathlib import Path
 import numpy as np
 import torch
-from .core import DataError, Parser, arg_type, at_least, atomic_write_text, is_main, resolve_device
+from .core import (DataError, Parser, arg_type, at_least, atomic_write_text, instruction_path, is_main, resolve_amp,
+                         resolve_device)
 from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
                            valid_keys, to_dict, flat_items, read_yaml, flat_settings, resolved)
 from .datasets import IMAGE_EXTS, read_image, colorize
@@ -93,19 +94,27 @@ def resumed_config(args: argparse.Namespace, overrides: list[str]) -> Config:
 
 
 # %% ../nbs/23_cli.ipynb #6ec3ea45
+def _path_of(r: dict) -> str:
+    "The instruction path a `bench/folder_step.py` record was timed on: its `path`, else capability and precision."
+    return r.get('path') or f"{r['capability'].lower()}-{r['precision'].split()[0]}"
+
 def measured_time(cfg,               # the run's `Config`
                   results=None,      # folder of `<preset>_step_*.json` (default: this checkout's bench/results)
+                  path=None,         # the run's instruction path (default: this machine's, `instruction_path`)
                  ) -> str|None:
     "The line a CPU run of a timed preset prints before it starts; None without a measurement of its setting."
     import ael_nb
     if resolve_device(cfg.run.device).type != 'cpu': return None
+    path = path or instruction_path('cpu', resolve_amp(cfg.optim.amp, 'cpu'))
     files = sorted(Path(results or Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results').glob(f'{cfg.preset}_step_*.json'))
-    r = json.loads(files[0].read_text()) if files else None
-    if r is None or (r['crop'], r['batch']) != (list(cfg.data.crop_size), cfg.data.batch_size): return None
-    steps = cfg.run.stop_at or cfg.optim.iters; h = r['cpu_s_median'] * steps / 3600
-    return (f"the {cfg.preset} preset's step took {r['cpu_s_median']:.0f} CPU s on {r['cpu']} ({r['capability']}, one thread; "
-            f"{files[0].name}): its {steps} steps are about {h:.0f} h on one such core, {h / 2:.0f} h on two; this machine's "
-            f"own estimate follows after {ESTIMATE_AFTER} steps")
+    recs = [(f, r) for f in files if ((r := json.loads(f.read_text()))['crop'], r['batch']) == (list(cfg.data.crop_size), cfg.data.batch_size)]
+    if not recs: return None
+    f, r = next(((f, r) for f, r in recs if _path_of(r) == path), recs[0])   # this run's path, else the first
+    steps = cfg.run.stop_at or cfg.optim.iters; m = r['cpu_s_median'] * steps / 60
+    other = '' if _path_of(r) == path else f", not this run's {path}"
+    return (f"the {cfg.preset} preset's step took {r['cpu_s_median']:.3g} CPU s on {r['cpu']} ({_path_of(r)}{other}, one thread; "
+            f"{f.name}): its {steps} steps take {about_minutes(m)} on one such core, {about_minutes(m / 2)} on two; "
+            f"this machine's own estimate follows after {ESTIMATE_AFTER} steps")
 
 # %% ../nbs/23_cli.ipynb #8e863cd0
 def _fail(prog, e):

@@ -217,6 +217,9 @@ def dataset_root(name: str, root=None) -> Path:
     if root is None: root = os.environ.get(var)
     if not root: raise DataError(f'<{name} root>', f'no root given and ${var} is not set')
     root = Path(root).expanduser()
+    if root.exists() and not root.is_dir():
+        raise DataError(root, f'{name} dataset root is a file, not a folder: give the folder that holds it '
+                              f'({root.parent})')
     if not root.is_dir(): raise DataError(root, f'{name} dataset folder does not exist')
     return root
 

@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 import numpy as np
 import torch
+import yaml
 from PIL import Image
 from .core import IGNORE_INDEX, DatasetInfo, DataError, Parser, is_main
 from .config import read_yaml
@@ -18,9 +19,10 @@ from .datasets import (IMAGE_EXTS, SegDataset, dataset_root, exif_orientation, i
 
 # %% auto #0
 __all__ = ['CLASSES_FILES', 'LOSSLESS_MASKS', 'classes_file', 'read_classes', 'decode_ids', 'decode_colors', 'read_folder_label',
-           'list_id', 'read_split_list', 'split_dirs', 'folder_items', 'orphan_labels', 'tail_by_frequency',
-           'class_pixels', 'folder_tail', 'FolderDataset', 'folder_notes', 'check_folder', 'class_table',
-           'plot_class_histogram', 'ael_data']
+           'list_id', 'read_split_list', 'split_dirs', 'mask_files', 'folder_items', 'orphan_labels', 'suffix_of',
+           'orphan_lines', 'tail_by_frequency', 'label_pixels', 'class_pixels', 'folder_tail', 'ignored_class',
+           'binary_fix', 'FolderDataset', 'folder_notes', 'check_folder', 'class_table', 'plot_class_histogram',
+           'ael_data']
 
 # %% ../nbs/08a_folder.ipynb #2766c268
 CLASSES_FILES = ('classes.yaml', 'classes.yml', 'classes.csv')
@@ -70,15 +72,33 @@ def _class_entries(classes: list, path: Path) -> list[tuple[int, dict]]:
     if len(set(ids)) < len(ids): raise DataError(path, f'two classes have the same id: {sorted(ids)}')
     return sorted(out, key=lambda e: e[0])
 
+# %% ../nbs/08a_folder.ipynb #dae8add7
+def _ignore_value(d: dict, ids: list, path: Path) -> int|None:
+    "The `ignore` of a classes file: 255 unless given; `none` (or null): no label value is ignored."
+    ignore = d.get('ignore', IGNORE_INDEX)
+    if ignore is None or str(ignore).strip().lower() == 'none': return None
+    if not _label_value(ignore) or ignore in ids:
+        raise DataError(path, f'ignore: {ignore!r} must be an integer label value in 0..65535 that is no class id '
+                              f'({_ranges(ids)}), or none')
+    return ignore
+
+def _mask_suffix(d: dict, path: Path) -> str:
+    "The `mask_suffix` of a classes file: what a mask's name adds to its image's ('' unless given)."
+    s = d.get('mask_suffix', '')
+    if not isinstance(s, str) or '/' in s or '\\' in s:
+        raise DataError(path, f"mask_suffix: {s!r} must be the text a mask's name adds to its image's, e.g. _mask")
+    return s
+
 # %% ../nbs/08a_folder.ipynb #87591d00
 def read_classes(root) -> dict:
-    "Names, ids (label values), colours, ignore value and colour, tail names (None: not given) of a classes file."
+    "Names, ids (label values), colours, ignore value (None: none) and colour, tail (None: not given), mask suffix."
     path = classes_file(root)
     d = _csv_classes(path) if path.suffix == '.csv' else read_yaml(path)   # bad YAML, a tag, a key set twice: DataError
     if not isinstance(d, dict) or not isinstance(d.get('classes'), list) or all(c is None for c in d['classes']):
         raise DataError(path, 'expected a mapping with a non-empty list "classes" (a name or {name, color, id} each)')
-    unknown = sorted(set(d) - {'classes', 'ignore', 'ignore_color', 'tail'})
-    if unknown: raise DataError(path, f'unknown keys {unknown} (known: classes, ignore, ignore_color, tail)')
+    unknown = sorted(set(d) - {'classes', 'ignore', 'ignore_color', 'tail', 'mask_suffix'})
+    if unknown:
+        raise DataError(path, f'unknown keys {unknown} (known: classes, ignore, ignore_color, tail, mask_suffix)')
     ids, cls = map(list, zip(*_class_entries(d['classes'], path)))
     odd = [f'{c.get("name")!r}: {sorted(set(c) - {"name", "color", "id"})}' for c in cls
            if set(c) - {"name", "color", "id"}]
@@ -93,17 +113,14 @@ def read_classes(root) -> dict:
               for v, n, c, g in zip(ids, names, cls, given)]
     if len(set(colors)) < len(colors):
         raise DataError(path, 'two classes have the same colour: colour labels could not tell them apart')
-    ignore = d.get('ignore', IGNORE_INDEX)
-    if not _label_value(ignore) or ignore in ids:
-        raise DataError(path, f'ignore: {ignore!r} must be an integer label value in 0..65535 that is no class id '
-                              f'({_ranges(ids)})')
+    ignore = _ignore_value(d, ids, path)
     ic = None if d.get('ignore_color') is None else _color(d['ignore_color'], path, 'ignore_color')
     if ic in colors: raise DataError(path, f'ignore_color {ic} is also the colour of class {names[colors.index(ic)]!r}')
     tail = d.get('tail')
     if tail is not None and (not isinstance(tail, list) or set(map(str, tail)) - set(names)):
         raise DataError(path, f'tail: {tail!r} must list class names of "classes" ({", ".join(names)})')
     return dict(names=names, ids=ids, colors=colors, given=given, ignore=ignore, ignore_color=ic,
-                tail=None if tail is None else [str(t) for t in tail], path=path)
+                tail=None if tail is None else [str(t) for t in tail], mask_suffix=_mask_suffix(d, path), path=path)
 
 # %% ../nbs/08a_folder.ipynb #ef452637
 def _counted(vals, counts) -> str:
@@ -111,15 +128,16 @@ def _counted(vals, counts) -> str:
     return ', '.join(f'{v} ({c} px)' for v, c in list(zip(vals, counts))[:8]) + (', ...' if len(vals) > 8 else '')
 
 def decode_ids(raw: np.ndarray, classes: dict, path) -> torch.Tensor:
-    "Train ids `int64 [H,W]` of class ids: the k-th id -> k, `ignore` -> 255, else a `DataError` with pixel counts."
+    "Train ids `int64 [H,W]` of class ids: the k-th id -> k, `ignore` (if any) -> 255, else a `DataError` with counts."
     ids, ign = classes['ids'], classes['ignore']
-    lut = make_lut({**{v: k for k, v in enumerate(ids)}, ign: IGNORE_INDEX}, size=max(256, ign + 1, ids[-1] + 1))
+    ignored = {} if ign is None else {ign: IGNORE_INDEX}
+    lut = make_lut({**{v: k for k, v in enumerate(ids)}, **ignored}, size=max(256, (ign or 0) + 1, ids[-1] + 1))
     ok = (raw >= 0) & (raw < len(lut))
     ok[ok] = lut[raw[ok]] >= 0
     if ok.all(): return torch.from_numpy(lut[raw])
     vals, counts = np.unique(raw[~ok], return_counts=True)
-    raise DataError(path, f'label values {_counted(vals, counts)} are not class ids ({_ranges(ids)}) '
-                          f'nor the ignore value {ign}')
+    raise DataError(path, f'label values {_counted(vals, counts)} are not class ids ({_ranges(ids)}) ' +
+                          ('and no value is ignored (ignore: none)' if ign is None else f'nor the ignore value {ign}'))
 
 def decode_colors(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
     "Train ids `int64 [H,W]` of a colour label `uint8 [H,W,3]` by the classes' colours (`ignore_color` -> 255)."
@@ -140,9 +158,10 @@ def _opaque(im: Image.Image, path, classes: dict) -> Image.Image:
     "`im` without its alpha channel; a `DataError` where a pixel is not opaque (its class is a colour nobody drew)."
     if im.mode not in ('RGBA', 'LA'): return im
     n = int((np.array(im.getchannel('A')) < 255).sum())
-    unlabeled = f'ignore {classes["ignore"]}' + (' or ignore_color' if classes['ignore_color'] else '')
-    if n: raise DataError(path, f'mask has an alpha channel that is used ({n} px not opaque): save it without alpha, '
-                                f'unlabeled pixels as {unlabeled}')
+    unlabeled = ' or '.join([f'ignore {classes["ignore"]}'] * (classes['ignore'] is not None) +
+                            ['ignore_color'] * (classes['ignore_color'] is not None))
+    if n: raise DataError(path, f'mask has an alpha channel that is used ({n} px not opaque): save it without alpha' +
+                                (f', unlabeled pixels as {unlabeled}' if unlabeled else ''))
     return im.convert(im.mode[:-1])
 
 def _same_palette(palette: list | None, raw: np.ndarray, classes: dict, path):
@@ -198,11 +217,22 @@ def split_dirs(root: Path, split: str = 'train') -> tuple[Path, Path]:
     return d/'images', d/'labels'
 
 # %% ../nbs/08a_folder.ipynb #bc9d6271
-def folder_items(root: Path, split: str = 'train') -> list:
+def mask_files(d: Path, suffix: str = '') -> dict:
+    "{image id: mask} under `d`: `image_files` (x.png, x.PNG, x.jpg), each id less `suffix` (`mask_suffix`) if there."
+    out = {}
+    for i, p in (image_files(d) if d.is_dir() else {}).items():
+        k = i[:-len(suffix)] if suffix and i.endswith(suffix) else i
+        if k in out: raise DataError(p, f'two masks of image {k!r} (also {out[k].name}): remove one')
+        out[k] = p
+    return out
+
+def folder_items(root: Path,
+                 split: str = 'train',
+                 suffix: str = '',       # what a mask's name adds to its image's (`mask_suffix`)
+                ) -> list:
     "`(id, image, label or None)` of `split`: 'train' is `images/` less `val.txt`; else `<split>/` or `<split>.txt`."
     img_dir, lab_dir = split_dirs(root, split)
-    # masks by id: x.png, x.PNG, x.jpg
-    imgs, masks = (image_files(d) if d.is_dir() else {} for d in (img_dir, lab_dir))
+    imgs, masks = image_files(img_dir) if img_dir.is_dir() else {}, mask_files(lab_dir, suffix)
     if split == 'train':
         held = set(read_split_list(root/'val.txt', imgs)) if (root/'val.txt').is_file() else set()
         ids, where = [i for i in imgs if i not in held], img_dir
@@ -213,13 +243,42 @@ def folder_items(root: Path, split: str = 'train') -> list:
     return require_samples([(i, imgs[i], masks.get(i)) for i in ids], where, split)
 
 # %% ../nbs/08a_folder.ipynb #ef1a6ba7
-def orphan_labels(root: Path, split: str = 'train') -> list[tuple[Path, Path]]:
+def orphan_labels(root: Path, split: str = 'train', suffix: str = '') -> list[tuple[Path, Path]]:
     "(label file, the image it needs, without suffix) of each label in `split`'s own label folder without an image."
     img_dir, lab_dir = split_dirs(root, split)
     # a list's split reads train's folders
     if split != 'train' and img_dir == root/'images' or not lab_dir.is_dir(): return []
     imgs = image_files(img_dir) if img_dir.is_dir() else {}
-    return [(p, img_dir/i) for i, p in image_files(lab_dir).items() if i not in imgs]
+    return [(p, img_dir/i) for i, p in mask_files(lab_dir, suffix).items() if i not in imgs]
+
+# %% ../nbs/08a_folder.ipynb #c5d1f0a1
+def suffix_of(label_ids: list[str], image_ids) -> str|None:
+    "The one suffix whose removal makes every id of `label_ids` an image id ('a_mask' -> 'a': '_mask'), else None."
+    if not label_ids: return None
+    first = label_ids[0]
+    for k in range(len(first) - 1, 0, -1):                  # the shortest suffix first
+        s = first[k:]
+        if '/' in s or s.isdigit() or first[:k] not in image_ids: continue   # 'a10' is no 'a' plus a suffix
+        if all(i.endswith(s) and i[:-len(s)] in image_ids for i in label_ids): return s
+    return None
+
+# %% ../nbs/08a_folder.ipynb #c5d1f0a3
+def _yaml_line(d: dict) -> str: return yaml.safe_dump(d, default_flow_style=True, sort_keys=False, width=10**9).strip()
+
+def orphan_lines(root: Path, split: str = 'train', suffix: str = '') -> list[str]:
+    "A line per label of `split` without an image; one line with the fix when they are all named with a suffix."
+    orphans = orphan_labels(root, split, suffix)
+    img_dir, lab_dir = split_dirs(root, split)
+    imgs = image_files(img_dir) if orphans and img_dir.is_dir() else {}
+    # with a mask_suffix given, each label is named: no other suffix is guessed
+    s = None if suffix else suffix_of([img.relative_to(img_dir).as_posix() for _, img in orphans], imgs)
+    if s is None: return [f'{p}: label without an image (no {img}.png, .jpg, ...)' for p, img in orphans]
+    n, (p, img) = len(orphans), orphans[0]
+    shown = imgs[img.relative_to(img_dir).as_posix()[:-len(s)]].relative_to(img_dir)     # the image of the first
+    fix = _yaml_line(dict(mask_suffix=s))[1:-1]
+    return [f'{lab_dir}: the {n} label{"s are" if n > 1 else " is"} named as {"their" if n > 1 else "its"} image '
+            f'plus {s!r} ({p.relative_to(lab_dir)} for {shown}), so none '
+            f'is found: add "{fix}" to classes.yaml, or rename {"them" if n > 1 else "it"} without {s!r}']
 
 # %% ../nbs/08a_folder.ipynb #daa29f3a
 def tail_by_frequency(counts) -> list[int]:
@@ -229,35 +288,75 @@ def tail_by_frequency(counts) -> list[int]:
     return sorted(int(k) for k in present[np.argsort(counts[present], kind='stable')][:len(present) // 2])
 
 # %% ../nbs/08a_folder.ipynb #e18562c8
-def class_pixels(ds: SegDataset) -> np.ndarray:
-    "Labeled pixels per class over `ds`'s label files; a file that cannot be decoded is left out (`problems` names it)."
-    counts = np.zeros(ds.info.num_classes, np.int64)
+def label_pixels(ds: SegDataset) -> tuple[np.ndarray, int]:
+    "Labeled pixels per class and ignored pixels over `ds`'s label files; a file that cannot be decoded is left out."
+    counts, ignored = np.zeros(ds.info.num_classes, np.int64), 0
     for _, _, lp in ds.items:
         if lp is None: continue
         try: lab = ds.load_label(lp)
         except DataError: continue
-        counts += np.bincount(lab[lab != IGNORE_INDEX].numpy(), minlength=ds.info.num_classes)
-    return counts
+        keep = lab != IGNORE_INDEX
+        counts += np.bincount(lab[keep].numpy(), minlength=ds.info.num_classes); ignored += int((~keep).sum())
+    return counts, ignored
+
+def class_pixels(ds: SegDataset) -> np.ndarray:
+    "Labeled pixels per class over `ds`'s label files (`label_pixels`; `problems` names a file it cannot decode)."
+    return label_pixels(ds)[0]
 
 # %% ../nbs/08a_folder.ipynb #4929132f
+def _stamp(root: Path, classes: dict) -> tuple:
+    "Sizes and times of a folder's training masks and classes file: its counts hold until one of them changes."
+    masks = image_files(root/'labels').values() if (root/'labels').is_dir() else ()
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in [*masks, classes['path']])
+
 @lru_cache(maxsize=8)
-def _tail(root: str, stamp: tuple) -> tuple[list[int], str]:
-    "Tail ids and why, of the folder at `root` as of `stamp` (its label files' sizes and times)."
-    ds = FolderDataset(root, 'train', tail=[])
-    counts = class_pixels(ds)
-    tail, n = tail_by_frequency(counts), int((counts > 0).sum())
-    return tail, (f"tail classes {', '.join(ds.info.class_names[k] for k in tail)}: the {len(tail)} of {n} classes "
-                  f"with the fewest labeled pixels in {Path(root)/'labels'} ({classes_file(root).name} names none)")
+def _train_pixels(root: str, stamp: tuple) -> tuple[np.ndarray, int]:
+    "`label_pixels` of the training split of the folder at `root` as of `stamp`."
+    return label_pixels(FolderDataset(root, 'train', tail=[]))
+
+def _folder_pixels(root: Path, classes: dict) -> tuple[np.ndarray, int]:
+    "`label_pixels` of a folder's training split, read once while its masks and classes file stay as they are."
+    counts, ignored = _train_pixels(str(root), _stamp(Path(root), classes))
+    return counts.copy(), ignored                                   # the cached counts stay as read
 
 def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
     "Tail class ids of a folder and why: the classes file's `tail`, else `tail_by_frequency` of the training labels."
     if classes['tail'] is not None:
         return ([classes['names'].index(t) for t in classes['tail']],
                 f"tail classes {', '.join(classes['tail']) or 'none'}: as {classes['path'].name} says")
-    lab = root/'labels'
-    masks = image_files(lab).values() if lab.is_dir() else ()
-    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in masks)
-    return _tail(str(root), stamp + ((str(classes['path']), classes['path'].stat().st_mtime_ns),))
+    counts = _folder_pixels(root, classes)[0]
+    tail, n = tail_by_frequency(counts), int((counts > 0).sum())
+    return tail, (f"tail classes {', '.join(classes['names'][k] for k in tail)}: the {len(tail)} of {n} classes "
+                  f"with the fewest labeled pixels in {Path(root)/'labels'} ({classes['path'].name} names none)")
+
+# %% ../nbs/08a_folder.ipynb #d7e0b1a1
+def ignored_class(counts, ignored: int, classes: dict) -> int|None:
+    "The class of a two-class folder whose pixels all hold the ignore value (a binary mask saved 0/255), else None."
+    if len(counts) != 2 or not ignored or classes['ignore'] is None or classes['ignore_color'] is not None: return None
+    empty = [k for k in range(2) if counts[k] == 0]
+    return empty[0] if len(empty) == 1 else None
+
+def binary_fix(classes: dict, k: int) -> str:
+    "The classes file, on one line of YAML, that reads class `k` from the ignore value and ignores no value."
+    ids = [classes['ignore'] if j == k else v for j, v in enumerate(classes['ids'])]
+    cls = []
+    for pos, j in enumerate(sorted(range(len(ids)), key=ids.__getitem__)):
+        e = dict(name=classes['names'][j], **({'color': list(classes['colors'][j])} if classes['given'][j] else {}),
+                 **({'id': ids[j]} if ids[j] != pos else {}))
+        cls.append(e['name'] if len(e) == 1 else e)
+    more = {key: classes[key] for key in ('tail', 'mask_suffix') if classes[key]}
+    return _yaml_line(dict(classes=cls, ignore='none', **more))
+
+# %% ../nbs/08a_folder.ipynb #d7e0b1a3
+def _binary_line(root: Path, classes: dict) -> str|None:
+    "The line for a folder whose masks hold a class as the ignore value, with the classes.yaml that reads it, or None."
+    counts, ignored = _folder_pixels(root, classes)
+    k = ignored_class(counts, ignored, classes)
+    if k is None: return None
+    name, ign, other = classes['names'][k], classes['ignore'], classes['ids'][1 - k]
+    return (f"{classes['path']}: class {name!r} (id {classes['ids'][k]}) has no labeled pixel, and the masks hold "
+            f"{ignored} px of the ignore value {ign}, as a binary mask saved {other}/{ign} holds its foreground; "
+            f"if those pixels are {name}, write classes.yaml as {binary_fix(classes, k)}")
 
 # %% ../nbs/08a_folder.ipynb #eb00c590
 class FolderDataset(SegDataset):
@@ -273,23 +372,25 @@ class FolderDataset(SegDataset):
             if split == 'train' and is_main(): print(f'folder {root}: {self.tail_source}')
         else: self.tail_source = 'tail classes given'
         info = DatasetInfo('folder', self.classes['names'], self.classes['colors'], tail_classes=list(tail))
-        super().__init__(folder_items(root, split), info, root, split)
+        super().__init__(folder_items(root, split, self.classes['mask_suffix']), info, root, split)
 
     def load_label(self, path) -> torch.Tensor: return read_folder_label(path, self.classes)
 
     def missing_mask(self, i, ip) -> DataError:
-        return DataError(ip, f'{self.split} image without a mask (no {split_dirs(self.root, self.split)[1]/i}.png)')
+        lab = split_dirs(self.root, self.split)[1]
+        return DataError(ip, f"{self.split} image without a mask (no {lab/i}{self.classes['mask_suffix']}.png)")
 
     def problems(self) -> list[str]:
         "One line per bad input of this split: a label without an image, a scored image without one, a bad file."
-        out = [f'{p}: label without an image (no {img}.png, .jpg, ...)'
-               for p, img in orphan_labels(self.root, self.split)]
+        out = orphan_lines(self.root, self.split, self.classes['mask_suffix'])
         for k, (i, ip, lp) in enumerate(self.items):
             if ip.stat().st_size == 0: out.append(f'{ip}: empty file'); continue
             if lp is None and self.split != 'train':                   # evaluation scores every image of its split
                 out.append(str(self.missing_mask(i, ip))); continue
             try: self[k]
             except DataError as e: out.append(str(e))
+        labeled = any(lp is not None for _, _, lp in self.items)      # training masks: a class saved as ignore
+        if self.split == 'train' and labeled and (line := _binary_line(self.root, self.classes)): out.append(line)
         return out
 
     def check(self) -> FolderDataset:
@@ -300,16 +401,20 @@ class FolderDataset(SegDataset):
         return self
 
 # %% ../nbs/08a_folder.ipynb #1cab0174
-def folder_notes(ds: FolderDataset, counts=None) -> list[str]:
+def folder_notes(ds: FolderDataset,
+                 counts=None,       # labeled pixels per class: notes on classes without any
+                 ignored: int = 0,  # ignored pixels: a class `_binary_line` names is its problem, not a note
+                ) -> list[str]:
     "What is read right but worth a look, one line each: images turned upright by EXIF, classes without pixels."
     c = ds.classes
     out = [f'{ip}: EXIF orientation {o}, read turned upright (as PIL exif_transpose and OpenCV do)' +
            (f': check that {lp} is drawn on the upright image' if lp else '')
            for _, ip, lp in ds.items if (o := exif_orientation(ip)) > 1]
     if counts is not None:
+        named = ignored_class(counts, ignored, c)
         out += [f'{c["path"]}: class {n!r} (id {v}) has no labeled pixel in {split_dirs(ds.root)[1]}: nothing '
                 f'teaches it, and it is a tail class only if {c["path"].name} says so'
-                for n, v, m in zip(c['names'], c['ids'], counts) if m == 0]
+                for k, (n, v, m) in enumerate(zip(c['names'], c['ids'], counts)) if m == 0 and k != named]
     return out
 
 # %% ../nbs/08a_folder.ipynb #a362f1b0
@@ -323,9 +428,11 @@ def check_folder(root) -> dict:
     bad = train.problems() + (val.problems() if val is not None else
                               [f'{root/"val"}: no validation split: add val/images and val/labels, '
                                'or a list val.txt of ids'])
-    if not train.labeled_ids: bad.append(f'{root/"labels"}: no label file matches an image under images/')
-    counts = class_pixels(train)
-    notes = folder_notes(train, counts) + (folder_notes(val) if val is not None else [])
+    # labels named with a suffix: their line says why none matches
+    if not train.labeled_ids and not any(b.startswith(f'{root/"labels"}: ') for b in bad):
+        bad.append(f'{root/"labels"}: no label file matches an image under images/')
+    counts, ignored = _folder_pixels(root, train.classes)
+    notes = folder_notes(train, counts, ignored) + (folder_notes(val) if val is not None else [])
     return dict(problems=bad, notes=notes, counts=counts, ids=train.classes['ids'], info=train.info,
                 tail_source=train.tail_source)
 

@@ -130,6 +130,7 @@ def build_data(cfg: Config) -> RunData:
     args = [_dataset_args(cfg, s) for s in (m.split if m else d.train_split, d.val_split)]
     train, val = (get_dataset(name, root, **kw) for name, root, kw in args)
     val.require_masks()                                      # a listing: checked however data.check is set
+    if not train.labeled_ids: train.check()                   # no mask found: its check says why, if it can
     if m is not None: verify_manifest(m, train)
     else: m = make_manifest(d.dataset, train.labeled_ids, fraction=d.fraction, seed=cfg.run.seed, split=d.train_split,
                            unlabeled_ids=train.ids)            # labels drawn from images that have them

@@ -31,7 +31,7 @@ from .faults import (Diverged, Preempted, StopSignals, SaveSchedule, RunLock, ag
                            nonfinite_tensors, check_weights, claim_run_dir, disk_space, resume_command, check_resume)
 
 # %% auto #0
-__all__ = ['ESTIMATE_AFTER', 'Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'setup', 'about_minutes',
+__all__ = ['ESTIMATE_AFTER', 'Loaders', 'Schedule', 'StopState', 'Meter', 'Held', 'Run', 'no_unlabeled', 'setup', 'about_minutes',
            'duration_line', 'train']
 
 # %% ../nbs/20_train.ipynb #d100f8ba
@@ -136,6 +136,14 @@ def _banner(cfg: Config, as_given: Config, data: RunData, device: torch.device, 
             f"{world_size()} x {device} ({device_name(device)}), {amp} (optim.amp={as_given.optim.amp}), "
             f"{steps} -> {Path(cfg.run.out)}")
 
+# %% ../nbs/20_train.ipynb #e4b70a11
+def no_unlabeled(cfg: Config) -> str:
+    "Why a semi-supervised run has no unlabeled image, and the setting that gives it some."
+    why = f"method {cfg.method.name!r} needs unlabeled images; the manifest has none"
+    if cfg.data.manifest: return f"{why} ({cfg.data.manifest}): list some in it, or train --method supervised"
+    return (f"{why}: every training image keeps its mask at data.fraction={cfg.data.fraction:g}; data.fraction=1/8 "
+            "keeps 1 mask in 8 and makes the rest unlabeled (or train --method supervised)")
+
 # %% ../nbs/20_train.ipynb #d2825616
 def setup(cfg: Config, init: str|Path|None = None) -> Run:
     "Everything a run needs, built once; `run.resume` continues `<run.out>/latest.pth`."
@@ -153,8 +161,7 @@ def setup(cfg: Config, init: str|Path|None = None) -> Run:
         out = Path(cfg.run.out)
         changes = check_resume(as_given, out) if cfg.run.resume else []   # a resumed run keeps its settings unless told
         data = build_data(cfg)                                         # fails here on bad files
-        if cfg.method.name != 'supervised' and data.unlabeled is None:
-            raise ValueError(f"method {cfg.method.name!r} needs unlabeled images; the manifest has none")
+        if cfg.method.name != 'supervised' and data.unlabeled is None: raise ValueError(no_unlabeled(cfg))
         state = build_state(cfg, data, device)
         if cfg.run.resume: load_checkpoint(state, _latest(out))
         elif init is not None: load_checkpoint(state, init)
@@ -305,15 +312,18 @@ def step(self: Run, trace: Trace|None = None) -> Trace|None:
 
 # %% ../nbs/20_train.ipynb #5e7a1c21
 def about_minutes(m: float) -> str:
-    "A duration in minutes as a person says it: 'about 12 min', or 'under a minute'."
-    return f"about {max(1, round(m))} min" if m >= .5 else 'under a minute'
+    "A duration in minutes as a person says it: 'under a minute', 'about 12 minutes', 'about 2.6 hours'."
+    if m < .5: return 'under a minute'
+    if m < 59.5: return f"about {round(m)} minute{'s' * (round(m) != 1)}"
+    h = f'{m / 60:.1f}' if m < 597 else f'{m / 60:.0f}'          # tenths below ten hours
+    return 'about an hour' if h == '1.0' else f'about {h} hours'
 
 # %% ../nbs/20_train.ipynb #a20e0028
 def duration_line(step_s: float,  # seconds one step took here
                   steps: int,     # steps left
                   evals: int = 0, # evaluations left
                  ) -> str:
-    "The seconds a step takes and about how long the steps left take, in minutes."
+    "The seconds a step takes and about how long the steps left take, in words (`about_minutes`)."
     about = about_minutes(step_s * steps / 60)
     more = f", plus {evals} evaluation{'s' * (evals != 1)}" if evals else ''
     return f"{step_s:.2f} s a step here: {about} for the {steps} steps left on this machine{more}"

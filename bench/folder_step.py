@@ -65,8 +65,11 @@ def precision(cfg) -> str:
 
 def report(args, cfg, wall, cpu):
     "Write the json and md of the steps timed so far."
+    from ael_nb.core import instruction_path, resolve_amp
+    from ael_nb.train import about_minutes
     med = statistics.median(cpu)
-    res = dict(date=dt.date.today().isoformat(), cpu=cpu_name(), capability=torch.backends.cpu.get_cpu_capability(),
+    path = instruction_path('cpu', resolve_amp(cfg.optim.amp, torch.device('cpu')))   # what ael-train matches it by
+    res = dict(date=dt.date.today().isoformat(), cpu=cpu_name(), capability=torch.backends.cpu.get_cpu_capability(), path=path,
                torch=torch.__version__, threads=1, precision=precision(cfg), preset='folder', overrides=args.set, iters=cfg.optim.iters,
                crop=list(cfg.data.crop_size), batch=cfg.data.batch_size, steps=len(cpu), warmup=args.warmup,
                cpu_s_median=med, cpu_s_min=min(cpu), cpu_s_max=max(cpu), wall_s_median=statistics.median(wall),
@@ -80,7 +83,8 @@ def report(args, cfg, wall, cpu):
           f"{res['batch']}, {args.warmup} untimed + {len(cpu)} timed steps.\n\n| measure | median | min | max |\n|---|---|---|---|\n"
           f"| CPU s per step | {med:.2f} | {min(cpu):.2f} | {max(cpu):.2f} |\n"
           f"| wall s per step (shared machine) | {res['wall_s_median']:.2f} | {min(wall):.2f} | {max(wall):.2f} |\n\n"
-          f"{res['iters']} steps: about {res['estimate_h_one_core']:.1f} h on one idle core, {res['estimate_h_two_cores']:.1f} h on two "
+          f"{res['iters']} steps: {about_minutes(60 * res['estimate_h_one_core'])} on one idle core, "
+          f"{about_minutes(60 * res['estimate_h_two_cores'])} on two "
           f"(CPU time / 2), evaluations not included.\n\n`{res['command']}`\n")
     (RESULTS / f'folder_step_{args.tag}.md').write_text(md)
 

@@ -195,7 +195,7 @@ def test_train_says_how_long_it_will_take(capsys, tmp_path):
     assert rc == 0, err
     lines = [l for l in out.splitlines() if 'a step here' in l]
     assert len(lines) == 1, out
-    assert re.fullmatch(rf"\d+\.\d\d s a step here: (about \d+ min|under a minute) for the {iters - ESTIMATE_AFTER - 1} steps left "
+    assert re.fullmatch(rf"\d+\.\d\d s a step here: (about \d+ minutes?|about [\d.]+ hours|about an hour|under a minute) for the {iters - ESTIMATE_AFTER - 1} steps left "
                         r"on this machine, plus 1 evaluation", lines[0]), lines[0]
     assert out.index('fp32 (optim.amp=none)') < out.index(lines[0])   # after the first line, which names the precision
 
@@ -254,3 +254,19 @@ def test_summary_without_draws_on_its_path(trained, tmp_path):
     twin = config_from_args(parse(train_parser(), cmd[1:]))
     assert cmd[0] == 'ael-train' and twin.method.name == 'supervised' and twin.run.seed == 1
     assert setting_of(read_yaml(out / 'config.yaml')) == setting_of(to_dict(twin))
+
+
+def test_folder_step_line_per_path_in_words():
+    "The stored folder-step measurements (bench/results/folder_step_*.json): each path reads its own, the time in words."
+    from ael_nb.cli import measured_time
+    from ael_nb.config import get_config
+    fc = get_config('folder', overrides=['run.device=cpu'])
+    assert measured_time(fc, path='avx512-bf16').startswith(
+        "the folder preset's step took 4.76 CPU s on AMD EPYC (avx512-bf16, one thread; folder_step_cpu_avx512bf16.json): "
+        "its 2000 steps take about 2.6 hours on one such core, about 1.3 hours on two; this machine's own estimate follows")
+    assert measured_time(fc, path='avx2-fp32').startswith(
+        "the folder preset's step took 27 CPU s on AMD EPYC (avx2-fp32, one thread; folder_step_cpu_avx2.json): "
+        "its 2000 steps take about 15 hours on one such core, about 7.5 hours on two")
+    few = get_config('folder', overrides=['run.device=cpu', 'optim.iters=4'])   # the 'about 0 h'
+    assert 'its 4 steps take about 2 minutes on one such core, about 1 minute on two' in measured_time(few, path='avx2-fp32')
+    assert 'its 4 steps take under a minute on one such core, under a minute on two' in measured_time(few, path='avx512-bf16')

@@ -77,9 +77,28 @@ def _yaml_syntax(r):
     (r / 'classes.yaml').write_text('classes: [c0, c1, c2\n')
     return 'classes.yaml', "not valid YAML: expected ',' or ']', but got '<stream end>' at line 2 column 1"
 
+
+def binary_folder(r, fg=255):
+    "write_folder's masks as a binary tool saves them: background 0, c1's box `fg` (48 px a mask), nothing ignored."
+    (r / 'classes.yaml').write_text('classes: [background, crack]\n')
+    for p in [*(r / 'labels').rglob('*.png'), *(r / 'val/labels').rglob('*.png')]:
+        Image.fromarray(np.where(ids_mask() == 1, fg, 0).astype(np.uint8)).save(p)
+
+BINARY_FIX = '{classes: [background, {name: crack, id: 255}], ignore: none}'
+def _binary_0_255(r):            # every crack pixel would be ignored: crack trains at IoU 0 (UniMatch V2 #18)
+    binary_folder(r)
+    return 'classes.yaml', ("class 'crack' (id 1) has no labeled pixel, and the masks hold 192 px of the ignore value 255, as a binary "
+                            f"mask saved 0/255 holds its foreground; if those pixels are crack, write classes.yaml as {BINARY_FIX}")
+def suffixed_masks(r, suffix='_mask'):
+    for p in sorted((r / 'labels').rglob('*.png')): p.rename(p.with_name(p.stem + suffix + '.png'))
+def _mask_suffix(r):             # one line for the 4 masks, not a line each
+    suffixed_masks(r)
+    return 'labels', ('the 4 labels are named as their image plus \'_mask\' (town0/000_mask.png for town0/000.jpg), so none is found: '
+                      'add "mask_suffix: _mask" to classes.yaml, or rename them without \'_mask\'')
+
 ERRORS = dict(val_without_mask=_val_without_mask, jpeg_mask=_jpeg_mask, alpha_used=_alpha_used, palette_disagrees=_palette_disagrees,
               grey16_image=_grey16_image, float_image=_float_image, value_in_gap=_value_in_gap, yaml_tag=_yaml_tag,
-              yaml_key_twice=_yaml_key_twice, yaml_syntax=_yaml_syntax)
+              yaml_key_twice=_yaml_key_twice, yaml_syntax=_yaml_syntax, binary_0_255=_binary_0_255, mask_suffix=_mask_suffix)
 
 
 @pytest.mark.parametrize('case', ERRORS)
@@ -152,9 +171,27 @@ def _csv_without_header(r):      # its first row is a class, not a header
     (r / 'classes.yaml').unlink(); (r / 'classes.csv').write_text(''.join(f'c{k},{",".join(map(str, c))}\n' for k, c in enumerate(COLOURS)))
     return CLEAN, []
 
+def _binary_fixed(r):            # the classes.yaml the binary line gives: the foreground counted as crack
+    binary_folder(r)
+    line = check_folder(r)['problems'][0]
+    (r / 'classes.yaml').write_text(line.split('write classes.yaml as ', 1)[1] + '\n')
+    return [('0', 'background', '2880', 'head'), ('255', 'crack', '192', 'tail')], []
+def _binary_0_1(r):
+    binary_folder(r, fg=1); return [('0', 'background', '2880', 'head'), ('1', 'crack', '192', 'tail')], []
+def _mask_suffix_given(r):
+    suffixed_masks(r)
+    with open(r / 'classes.yaml', 'a') as f: f.write('mask_suffix: _mask\n')
+    return CLEAN, []
+def _nested_subfolders(r):       # images/de/town0/000.jpg and labels/de/town0/000.png: ids keep the whole path
+    for d in ('images', 'labels'):
+        (r / d).rename(r / 'tmp'); (r / d).mkdir(); (r / 'tmp').rename(r / d / 'de')
+    return CLEAN, []
+
 READ_RIGHT = dict(upper_case_suffix=_upper_case_suffix, rgba_opaque=_rgba_opaque, grey_alpha_opaque=_grey_alpha_opaque, tiff_mask=_tiff_mask, palette_agrees=_palette_agrees,
                   palette_of_greys=_palette_of_greys, rgb16_image=_rgb16_image, exif_turned=_exif_turned,
-                  ids_with_gaps=_ids_with_gaps, null_gap=_null_gap, csv_header=_csv_header, csv_without_header=_csv_without_header)
+                  ids_with_gaps=_ids_with_gaps, null_gap=_null_gap, csv_header=_csv_header, csv_without_header=_csv_without_header,
+                  binary_fixed=_binary_fixed, binary_0_1=_binary_0_1, mask_suffix_given=_mask_suffix_given,
+                  nested_subfolders=_nested_subfolders)
 
 
 @pytest.mark.parametrize('case', READ_RIGHT)
@@ -229,3 +266,45 @@ def test_val_without_mask_refused_without_the_check(tmp_path, capsys):
     assert ael_train(['--preset', 'folder', f'data.root={root}', '--out', str(out), *TRAIN, 'data.check=false']) == 2
     assert capsys.readouterr().err.splitlines() == [f'ael-train: error: {root / file}: {problem}']
     assert not (out / 'latest.pth').exists() and not (out / 'config.yaml').exists()
+
+
+@pytest.mark.parametrize('suffix', ['_label', '_gt', '-mask'])
+def test_any_mask_suffix_named_once(suffix, tmp_path):
+    root = write_folder(tmp_path / 'data')
+    suffixed_masks(root, suffix)
+    assert check_folder(root)['problems'] == [
+        f'{root}/labels: the 4 labels are named as their image plus {suffix!r} (town0/000{suffix}.png for town0/000.jpg), so none is '
+        f'found: add "mask_suffix: {suffix}" to classes.yaml, or rename them without {suffix!r}']
+
+
+def test_exif6_photo_with_upright_mask_aligns_pixels(tmp_path):
+    "A phone photo stored sideways (orientation 6), its mask drawn on the upright photo: bright exactly where the mask has c1."
+    root = write_folder(tmp_path / 'data')
+    upright = np.where((ids_mask() == 1)[..., None], 255, 0).astype(np.uint8).repeat(3, 2)
+    ex = Image.Exif(); ex[0x0112] = 6                               # stored turned 90 degrees: shown turned back clockwise
+    Image.fromarray(np.ascontiguousarray(np.rot90(upright, 1))).save(root / 'images/town0/000.jpg', exif=ex, quality=95)
+    s = FolderDataset(root)[0]
+    assert s['id'] == 'town0/000' and tuple(s['image'].shape) == (3, H, W)
+    assert ((s['image'][0] > 127) == (s['label'] == 1)).all()
+    assert check_folder(root)['problems'] == []
+
+
+def test_data_root_at_a_file(tmp_path, capsys):
+    root = write_folder(tmp_path / 'data')
+    line = f'{root}/classes.yaml: folder dataset root is a file, not a folder: give the folder that holds it ({root})'
+    assert ael_data(['check', str(root / 'classes.yaml')]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == line
+    assert ael_train(['--preset', 'folder', f'data.root={root}/classes.yaml', '--out', str(tmp_path / 'run'), *TRAIN]) == 2
+    assert capsys.readouterr().err.splitlines() == [f'ael-train: error: {line}']
+
+
+def test_fully_labeled_folder_names_data_fraction(tmp_path, capsys):
+    "Every image has a mask: AEL has no unlabeled image at the folder preset's data.fraction=1; the error says how to make some."
+    root = write_folder(tmp_path / 'data', n=4, labeled=4)
+    assert ael_train(['--preset', 'folder', f'data.root={root}', '--out', str(tmp_path / 'run'), *TRAIN]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "ael-train: error: method 'ael' needs unlabeled images; the manifest has none: every training image keeps its mask at "
+        "data.fraction=1; data.fraction=1/8 keeps 1 mask in 8 and makes the rest unlabeled (or train --method supervised)"]
+    assert not (tmp_path / 'run' / 'config.yaml').exists()
+    assert ael_train(['--preset', 'folder', f'data.root={root}', '--out', str(tmp_path / 'run'), *TRAIN, 'data.fraction=1/8']) == 0
+    assert json.loads((tmp_path / 'run' / 'manifest.json').read_text())['unlabeled'] == 3
