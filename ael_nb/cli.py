@@ -126,9 +126,9 @@ def guarded(prog: str,  # the script's name, for the message
     "Run `fn()`: setup errors (`KeyError`, `ValueError`, `DataError`) one line, exit 2; a stopped run (`RunStopped`) one line, its code; others exit 1."
     # RunStopped codes: 75 = preempted after a checkpoint (requeue, `ael_nb.core.EXIT_REQUEUE`), 1 = diverged or disk full
     try: return fn()
-    except KeyboardInterrupt:                           # a second Ctrl-C: files being written keep their previous version
+    except KeyboardInterrupt:                           # a second Ctrl-C: raised after a write under way (`interrupt`)
         if debug: raise
-        print(f"{prog}: interrupted (a second Ctrl-C); a checkpoint being written keeps its previous version", file=sys.stderr)
+        print(f"{prog}: interrupted (a second Ctrl-C); a checkpoint being written was finished first", file=sys.stderr)
         return 130
     except RunStopped as e:
         if debug: raise

@@ -5,7 +5,7 @@ name the bad file, ranks and all-reduce, devices and precision, atomic writes, s
 
 # %% ../nbs/00_core.ipynb #c565a283
 from __future__ import annotations
-import argparse, os, hashlib, importlib, platform, random, sys, tempfile, traceback
+import argparse, os, hashlib, importlib, platform, random, sys, tempfile, threading, traceback
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,9 +22,10 @@ __all__ = ['IGNORE_INDEX', 'ONEDNN_BF16', 'EXIT_REQUEUE', 'SYNC_OPS', 'NONDETERM
            'int_list', 'at_least', 'Parser', 'arg_type', 'dist_ready', 'rank', 'world_size', 'is_main',
            'all_reduce_sum', 'all_reduce_max', 'resolve_device', 'average_buffers', 'init_distributed',
            'peak_memory_gb', 'rank_values', 'cpu_bf16_kernels', 'bf16_supported', 'device_name', 'resolve_amp',
-           'resolve_channels_last', 'instruction_path', 'atomic_save', 'atomic_write_text', 'content_digest', 'seal',
-           'unseal', 'sha256_file', 'seed_everything', 'rng_state', 'set_rng_state', 'make_generator', 'draw',
-           'other_index', 'SyncCount', 'count_syncs', 'check_indices', 'set_deterministic', 'cuda_nondeterministic_ops']
+           'resolve_channels_last', 'instruction_path', 'interrupt', 'uninterrupted', 'atomic_save',
+           'atomic_write_text', 'content_digest', 'seal', 'unseal', 'sha256_file', 'seed_everything', 'rng_state',
+           'set_rng_state', 'make_generator', 'draw', 'other_index', 'SyncCount', 'count_syncs', 'check_indices',
+           'set_deterministic', 'cuda_nondeterministic_ops']
 
 # %% ../nbs/00_core.ipynb #0fae6200
 IGNORE_INDEX = 255
@@ -216,16 +217,36 @@ def instruction_path(device,  # the device the run trains on
 # %% ../nbs/00_core.ipynb #b5d135c9
 EXIT_REQUEUE = 75  # exit status of a run that checkpointed on SIGTERM/SIGUSR1/SIGINT and wants to be requeued
 
+# %% ../nbs/00_core.ipynb #eec4638a
+_WRITING = dict(depth=0, interrupted=False)   # the main thread's atomic writes under way; a Ctrl-C held back for them
+
+def interrupt():
+    "Raise `KeyboardInterrupt` now or, inside an `uninterrupted` block of the main thread, when that block ends."
+    if _WRITING['depth']: _WRITING['interrupted'] = True
+    else: raise KeyboardInterrupt
+
+@contextmanager
+def uninterrupted():
+    "A block of the main thread (an atomic write) that `interrupt` does not cut: it raises at the end instead."
+    main = threading.current_thread() is threading.main_thread()
+    _WRITING['depth'] += main
+    try: yield
+    finally:
+        _WRITING['depth'] -= main
+        if main and not _WRITING['depth'] and _WRITING['interrupted']:
+            _WRITING['interrupted'] = False; raise KeyboardInterrupt
+
 # %% ../nbs/00_core.ipynb #24f6671d
 def _atomic(path, write):
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'wb') as f: write(f); f.flush(); os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp): os.remove(tmp)
-        raise
+    with uninterrupted():                  # a second Ctrl-C waits for the file, or for the removal of its temporary
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
+        try:
+            with os.fdopen(fd, 'wb') as f: write(f); f.flush(); os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp): os.remove(tmp)
+            raise
     return path
 
 def atomic_save(obj, path) -> Path:

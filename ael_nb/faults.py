@@ -11,7 +11,8 @@ from pathlib import Path
 from fastcore.basics import patch
 import torch
 import torch.distributed as dist
-from .core import DataError, EXIT_REQUEUE, atomic_write_text, dist_ready, world_size, is_main, all_reduce_max
+from .core import (DataError, EXIT_REQUEUE, atomic_write_text, dist_ready, world_size, is_main, all_reduce_max,
+                         interrupt)
 from .model import unwrap
 from .config import RESUME_FREE, Config, load_config, config_diff
 
@@ -85,7 +86,7 @@ class StopSignals:
     "Context manager: SIGTERM, SIGUSR1 and SIGINT set `received` (the first one's name) instead of ending the process."
     def __init__(self): self.received, self._old = None, {}
     def _handle(self, signum, frame):
-        if self.received is not None and signum == signal.SIGINT: raise KeyboardInterrupt   # a second Ctrl-C: stop now
+        if self.received is not None and signum == signal.SIGINT: interrupt()   # a second Ctrl-C: after any write
         self.received = self.received or signal.Signals(signum).name
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.distributed as dist
-from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state,
-                         seal, unseal, seed_everything)
+from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, uninterrupted, rng_state,
+                         set_rng_state, seal, unseal, seed_everything)
 from .config import RUN_KEYS, WEIGHTS_FREE, Config, to_dict, from_dict, get_config, config_diff
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
@@ -123,12 +123,13 @@ PREVIOUS = 'previous.pth'   # what `latest.pth` held before its last write, kept
 def write_checkpoint(ck: dict, path, previous=None) -> Path:
     "Write `ck` sealed with its digest, atomically, to `path`; the file it replaces is kept as `previous` (None: not)."
     path = Path(path)
-    if previous is not None and path.is_file():
-        tmp = Path(previous).with_name(f'.{Path(previous).name}.link.tmp'); tmp.unlink(missing_ok=True)
-        try: os.link(path, tmp)
-        except OSError: shutil.copyfile(path, tmp)
-        os.replace(tmp, previous)
-    return atomic_save(seal(ck), path)
+    with uninterrupted():                  # a second Ctrl-C comes after both files (`ael_nb.core.interrupt`)
+        if previous is not None and path.is_file():
+            tmp = Path(previous).with_name(f'.{Path(previous).name}.link.tmp'); tmp.unlink(missing_ok=True)
+            try: os.link(path, tmp)
+            except OSError: shutil.copyfile(path, tmp)
+            os.replace(tmp, previous)
+        return atomic_save(seal(ck), path)
 
 def save_checkpoint(state: TrainState, path) -> Path:
     "Write `checkpoint(state)` atomically to `path` (single process; `Run.save` under DDP)."
