@@ -202,3 +202,34 @@ def test_folder_run_readme_states_its_summary():
     t = s['last']['teacher']
     assert f"in {s['time_s']:.0f} s of wall time" in text and s['it'] == 300 and s['path'] == 'avx2-fp32'
     assert f"mIoU {100 * t['miou']:.1f}, head {100 * t['head_miou']:.1f}, tail {100 * t['tail_miou']:.1f}" in text
+
+
+def test_eval_split_on_two_tiny_runs(tmp_path):
+    "Two tiny runs, each evaluated on 4 disjoint val sets of its own size: set 0 repeats the run's own figure, and the "
+    "split is the arithmetic the script's docstring states, from the per-set figures it stores; runs of two settings are refused."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import shutil, eval_split, numpy as np, pytest, torch, yaml
+    from ael_nb.config import get_config
+    from ael_nb.core import DataError
+    from ael_nb.plan import TINY
+    from ael_nb.train import train
+    before = torch.get_num_threads()
+    try:
+        for s in (0, 1):
+            train(get_config('cpu', overrides=TINY + ['method.name=supervised', f'run.seed={s}', 'eval.max_images=3', f'run.out={tmp_path / f"s{s}"}']))
+        eval_split.main([str(tmp_path / 's0'), str(tmp_path / 's1'), '--tag', 't', '--results', str(tmp_path)])
+    finally: torch.set_num_threads(before)
+    d = json.loads((tmp_path / 'eval_split_t.json').read_text())
+    for r in d['runs']:
+        assert [(s['first'], s['last'], s['n']) for s in r['sets']] == [(f'syn_val_{3 * i:05d}', f'syn_val_{3 * i + 2:05d}', 3) for i in range(4)]
+        assert r['own_repeated']['miou'] == 0 and r['model'] == 'student', r
+    x = np.array([[s['miou'] for s in r['sets']] for r in d['runs']])
+    got, ev = d['split']['supervised']['miou'], x.var(axis=1, ddof=1).mean()
+    assert got['eval_var'] == pytest.approx(ev) and got['train_var'] == pytest.approx(x.mean(axis=1).var(ddof=1) - ev / 4)
+    assert got['eval_share'] == pytest.approx(ev / (got['train_var'] + ev)) and got['runs'] == 2 and got['sets'] == 4
+    assert '| supervised | mIoU | 2 | 4 |' in (tmp_path / 'eval_split_t.md').read_text()
+    shutil.copytree(tmp_path / 's1', tmp_path / 's2')
+    cfg = yaml.safe_load((tmp_path / 's2' / 'config.yaml').read_text()); cfg['data']['batch_size'] = 4
+    (tmp_path / 's2' / 'config.yaml').write_text(yaml.safe_dump(cfg))
+    with pytest.raises(DataError, match='another setting than .*s0 \\(data.batch_size\\)'):
+        eval_split.check_runs([tmp_path / 's0', tmp_path / 's2'])
