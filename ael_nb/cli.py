@@ -27,9 +27,10 @@ from .runlog import markdown_table, results_table, read_metrics
 __all__ = ['FLAGS', 'SETTING_IGNORED', 'GRID_THREADS', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args',
            'resumed_config', 'measured_time', 'guarded', 'check_device', 'ael_train', 'setting_of', 'path_from_name',
            'provenance', 'read_stored', 'stored_draws', 'draws_like', 'find_reference', 'regenerate_command', 'pairing',
-           'vs_supervised', 'strip', 'draw_report', 'twin_args', 'paired_command', 'closing_summary', 'next_steps',
-           'plot_vs_supervised', 'max_size_of', 'eval_parser', 'check_protocol', 'check_classes', 'output_names',
-           'overlay', 'save_prediction', 'ael_eval', 'predict_parser', 'predict_inputs', 'ael_predict']
+           'twin_method', 'twin_folder', 'twin_mismatch', 'find_twin', 'vs_supervised', 'strip', 'draw_report',
+           'twin_args', 'paired_command', 'closing_summary', 'next_steps', 'plot_vs_supervised', 'max_size_of',
+           'eval_parser', 'check_protocol', 'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval',
+           'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -175,13 +176,13 @@ def _train(args):
         for name, m in s['last'].items():
             print(f"{name:8s} mIoU {100 * m['miou']:.1f}  head {100 * m['head_miou']:.1f}  tail {100 * m['tail_miou']:.1f}")
         b = s['best']; print(f"best     mIoU {100 * b['miou']:.1f} ({b.get('model')}, step {b['it']})   run directory: {s['run_dir']}")
-        if s['method'] != 'supervised':
-            print('\n' + closing_summary(s['run_dir']))
-            ref = find_reference(s['run_dir'])
-            if ref and cfg.run.plots:                                # iou.png shows what the summary compares
-                import matplotlib.pyplot as plt
-                fig = plot_vs_supervised(s['run_dir'], ref)
-                fig.savefig(Path(s['run_dir']) / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
+        print('\n' + closing_summary(s['run_dir']))
+        twin, supervised = find_twin(s['run_dir'])[0], s['method'] == 'supervised'
+        ref = twin or (None if supervised else find_reference(s['run_dir']))
+        if ref and cfg.run.plots:                                    # iou.png shows what the summary compares
+            import matplotlib.pyplot as plt
+            fig = plot_vs_supervised(*((ref, s['run_dir']) if supervised else (s['run_dir'], ref)), stored=twin is None)
+            if fig is not None: fig.savefig(Path(s['run_dir']) / 'iou.png', dpi=100, bbox_inches='tight'); plt.close(fig)
         print('\n' + next_steps(s['run_dir']))
     else: print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
     return 0
@@ -233,6 +234,8 @@ def provenance(record: dict,  # a grid cell's JSON, or a run's summary.json
     return got | dict(inferred=inferred)
 
 # %% ../nbs/23_cli.ipynb #d38a0005
+def _pct(v): return None if v is None else 100 * v
+
 def read_stored(p: Path) -> dict|None:
     "One stored result as a draw (a cell JSON or a run folder's summary.json at its last step), or None for another file."
     try: rec = json.loads(p.read_text())
@@ -244,24 +247,29 @@ def read_stored(p: Path) -> dict|None:
     else: return None
     m, method = last['teacher' if 'teacher' in last else 'student'], cfg['method']['name']
     if method == 'supervised' and not cfg['data'].get('manifest') and float(cfg['data'].get('fraction') or 0) == 1: method = 'full'
+    pc = m.get('per_class')   # None, or a class None: not measured (a draw folded in from elsewhere with what was measured)
     return dict(where=str(p.parent if p.name == 'summary.json' else p), key=rec.get('key'), method=method, seed=cfg['run']['seed'],
-                split=rec.get('manifest_hash'), setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=100 * m['miou'],
+                split=rec.get('manifest_hash'), setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=_pct(m.get('miou')),
+                per_class=None if pc is None else {c: _pct(v) for c, v in pc.items()},
                 iters=rec.get('it', cfg['optim']['iters']), time_s=rec.get('time_s')) | provenance(rec, cfg)
 
 def stored_draws(results) -> list[dict]:
     "Every stored result under `results` (`*/*.json`: grid cells and run folders' summaries), a cell reused by another grid once."
-    draws, keys = [], set()
+    draws, seen = [], set()
     for p in sorted(Path(results).glob('*/*.json')):
         d = read_stored(p)
-        if d is None or (d['key'] and d['key'] in keys): continue
-        keys.add(d['key']); draws.append(d)
+        if d is None: continue
+        same = d['key'] and (d['key'], d['path'], d['threads'], d['torch'])   # one configuration on another path: another draw
+        if same and same in seen: continue
+        seen.add(same); draws.append(d)
     return draws
 
 def draws_like(run_dir,       # a finished run directory (config.yaml, summary.json)
                results=None,  # folder of stored results (default: the checkout's bench/results)
               ) -> tuple[dict, list[dict]]:
     "The run as a draw, and the stored draws at its setting (every method, seed, split and path), the run itself left out."
-    results = Path(results) if results is not None else Path(__file__).resolve().parents[1] / 'bench' / 'results'
+    import ael_nb
+    results = Path(results) if results is not None else Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results'
     run = read_stored(Path(run_dir) / 'summary.json')
     if run is None: raise DataError(Path(run_dir) / 'summary.json', 'not a finished run (no last evaluation, or no config.yaml)')
     here = Path(run_dir).resolve()
@@ -277,8 +285,9 @@ def find_reference(run_dir,       # a finished run directory (config.yaml, summa
     return Path(min(found, key=lambda d: (d['threads'] != run['threads'], d['where']))['where']) if found else None
 
 def regenerate_command(cell) -> str:
-    "The `bench/grid.py` command that recomputes a stored cell."
+    "The `bench/grid.py` command that recomputes a stored cell; a result measured elsewhere and folded in: the command it recorded."
     d = json.loads(Path(cell).read_text())
+    if 'grid' not in d: return d.get('command', '(no command recorded)')
     dev = d['config']['run']['device']
     return (f"python bench/grid.py {d['grid']} --dataset {d['dataset']} --iters {d['iters']} --seeds {d['seed']} "
             f"--variants {d['variant']!r} --jobs 1" + ('' if dev == 'cpu' else f' --device {dev}'))
@@ -290,41 +299,91 @@ def pairing(run: dict, ref: dict) -> str:
     return (f"seed {ref['seed']} on {ref['path']} at {_threads(ref['threads'])}, this run on {run['path']} at {_threads(run['threads'])}: "
             "another draw, not its twin")
 
+# %% ../nbs/23_cli.ipynb #d38a000d
+def twin_method(cfg: dict) -> str:
+    "The method of a run's twin: supervised beside a semi-supervised run; beside a supervised one, its preset's method (else AEL)."
+    if cfg['method']['name'] != 'supervised': return 'supervised'
+    m = get_config(cfg['preset']).method.name if cfg.get('preset') in PRESETS else 'ael'
+    return 'ael' if m == 'supervised' else m
+
+def twin_folder(run_dir) -> Path:
+    "The folder the twin command names: `<run>_supervised` beside a semi-supervised run, `<name>` beside `<name>_supervised`, else `<run>_<method>`."
+    p = Path(run_dir); p = p if p.name else p.resolve()
+    m = twin_method(read_yaml(p / 'config.yaml'))
+    if m == 'supervised': return p.with_name(f'{p.name}_supervised')
+    return p.with_name(p.name.removesuffix('_supervised') if p.name.endswith('_supervised') and p.name != '_supervised' else f'{p.name}_{m}')
+
+def twin_mismatch(run: dict,    # a finished run as a draw (`read_stored`)
+                  other: dict,  # another finished run as a draw
+                 ) -> str|None:
+    "Why `other` is not `run`'s twin, in one line; None when it is: the other side of supervised vs semi-supervised, the same setting, split, seed, path and thread count."
+    semi = lambda d: d['method'] not in ('supervised', 'full')
+    why = [] if semi(run) != semi(other) and 'full' not in (run['method'], other['method']) else [f"method {other['method']}, this run's {run['method']}"]
+    keys = [k for k in run['setting'] | other['setting'] if run['setting'].get(k) != other['setting'].get(k)]
+    shown = ', '.join(f"{k}={other['setting'].get(k)!r}" for k in keys[:3]) + ', ...' * (len(keys) > 3)
+    if keys: why.append(f"another setting ({shown})")
+    why += [f"{name} {other[k]}, this run's {run[k]}" for k, name in (('split', 'split'), ('seed', 'seed'), ('path', 'path'), ('threads', 'thread count'))
+            if other[k] != run[k]]
+    return '; '.join(why) or None
+
+def _finished(p: Path) -> dict|None:
+    try: return read_stored(p / 'summary.json') if (p / 'summary.json').is_file() else None
+    except (ValueError, KeyError, TypeError, OSError, DataError): return None   # another kind of folder, or a half-written one
+
+def find_twin(run_dir) -> tuple[Path|None, str|None]:
+    "The finished twin beside a run (`twin_mismatch` finds nothing between them): the folder the twin command names, else the latest such sibling; and why the named folder, where one is there, is not the twin."
+    run_dir = Path(run_dir); run, named = read_stored(run_dir / 'summary.json'), twin_folder(run_dir)
+    why = None
+    if named.is_dir():
+        other = _finished(named)
+        why = twin_mismatch(run, other) if other else 'not a finished run (no summary.json at its last step)'
+        if why is None: return named, None
+        why = f"{named} is beside this run but is not its twin: {why}"
+    skip = {run_dir.resolve(), named.resolve()}
+    found = [p for p in sorted(run_dir.resolve().parent.iterdir()) if p.is_dir() and p.resolve() not in skip
+             and (o := _finished(p)) is not None and twin_mismatch(run, o) is None]
+    return (max(found, key=lambda p: (p / 'summary.json').stat().st_mtime) if found else None), why
+
 # %% ../nbs/23_cli.ipynb #d38a0007
 def vs_supervised(run_dir,            # a finished run directory of a semi-supervised method
                   reference,          # a supervised run directory, or a bench/grid.py cell JSON
                   stored: bool = True # True: `reference` is a stored result (labelled so, with the command that remakes it)
                  ) -> str:
-    "Per-class IoU of a run's reported model beside a supervised draw of the same setting and seed, with head and tail gains."
+    "Per-class IoU of a run's reported model beside a supervised draw of the same setting and seed, with head and tail gains; '-' where the draw holds no figure."
     from ael_nb.compare import read_result, run_info
     a, b = read_result(run_dir), read_result(reference)
     if a['seed'] != b['seed'] or a['dataset'] != b['dataset']:
         raise ValueError(f"{reference}: seed {b['seed']} on {b['dataset']}, the run {run_dir}: seed {a['seed']} on {a['dataset']}")
     ref = Path(reference); ref = read_stored(ref / 'summary.json' if ref.is_dir() else ref)
+    own = read_stored(Path(run_dir) / 'summary.json')
     info = run_info(a['dataset'], a['root'], run_dir); tail = [info.class_names[i] for i in info.tail_classes]
     head = [c for c in info.class_names if c not in tail]
     name = f"{a['method']} ({a['model']})"
     w = max(len(c) for c in info.class_names + ['tail mIoU'])
-    lines = [f"{a['method']} vs supervised training, {pairing(read_stored(Path(run_dir) / 'summary.json'), ref)}: per-class IoU (%)", '',
+    lines = [f"{a['method']} vs supervised training, {pairing(own, ref)}: per-class IoU (%)", '',
              f"{'':{w}}  {'supervised':>10}  {name:>14}  {'gain':>6}"]
-    row = lambda c, x, y: f"{c:{w}}  {x:10.1f}  {y:14.1f}  {y - x:+6.1f}"
+    num = lambda v, n: f"{'-':>{n}}" if v is None else f"{v:{n}.1f}"
+    row = lambda c, x, y: f"{c:{w}}  {num(x, 10)}  {num(y, 14)}  " + (f"{'-':>6}" if None in (x, y) else f"{y - x:+6.1f}")
     for group, cls in (('head', head), ('tail', tail)):
-        lines += [f"-- {group} classes --"] + [row(c, b['iou'][c], a['iou'][c]) for c in cls]
-    mean = lambda r, cls: sum(r['iou'][c] for c in cls) / len(cls)
-    lines += ['', row('head mIoU', mean(b, head), mean(a, head)), row('tail mIoU', mean(b, tail), mean(a, tail)),
-              row('mIoU', mean(b, info.class_names), mean(a, info.class_names))]
+        lines += [f"-- {group} classes --"] + [row(c, b['iou'].get(c), a['iou'].get(c)) for c in cls]
+    def mean(r, cls, stored_value=None):   # a class the draw does not hold: its stored mean where it has one
+        v = [r['iou'].get(c) for c in cls]
+        return stored_value if None in v else sum(v) / len(v)
+    lines += ['', row('head mIoU', mean(b, head), mean(a, head)), row('tail mIoU', mean(b, tail, ref['tail']), mean(a, tail, own['tail'])),
+              row('mIoU', mean(b, info.class_names, ref['miou']), mean(a, info.class_names, own['miou']))]
     if stored:
-        cell = Path(reference).is_file()
-        lines += ['', f"supervised: STORED result {reference}, torch {ref['torch'] or '(not recorded)'}, not trained in this run;",
-                  f"  remake it with: {regenerate_command(reference) if cell else 'ael-train --method supervised --seed ' + str(a['seed'])}"]
-    else: lines += ['', f"supervised: trained in this run ({reference})"]
+        cell = Path(reference).is_file(); m = json.loads(Path(reference).read_text()).get('measured') if cell else None
+        lines += ['', f"supervised: STORED result {reference}, torch {ref['torch'] or '(not recorded)'}, not trained in this run;"]
+        lines += [f"  measured on {m['machine']}, {m['date']} ({m['source']})"] if m else []
+        lines += [f"  remake it with: {regenerate_command(reference) if cell else 'ael-train --method supervised --seed ' + str(a['seed'])}"]
+    else: lines += ['', f"supervised: {reference}, trained here, not a stored result"]
     return '\n'.join(lines)
 
 # %% ../nbs/23_cli.ipynb #d38a0008
 def strip(values, lo: float, hi: float, width: int = 41, mark: str = 'o') -> str:
-    "Values as marks on a line from `lo` to `hi` (a text strip plot; '8' where two or more fall on one place)."
+    "Values as marks on a line from `lo` to `hi` (a text strip plot; '8' where two or more fall on one place; NaN: no mark)."
     line = ['.'] * width
-    for v in values:
+    for v in (v for v in values if v == v):
         i = min(width - 1, max(0, round((v - lo) / (hi - lo) * (width - 1))))
         line[i] = '8' if line[i] != '.' else mark
     return ''.join(line)
@@ -332,68 +391,98 @@ def strip(values, lo: float, hi: float, width: int = 41, mark: str = 'o') -> str
 def _by_threads(draws, method): return {t: sorted((d for d in draws if d['method'] == method and d['threads'] == t), key=lambda d: d['seed'])
                                         for t in sorted({d['threads'] for d in draws if d['method'] == method}, key=str)}
 
+def _gain(pairs) -> str:
+    "Mean ± sd of (semi-supervised - supervised) over `pairs` of draws, tail mIoU and (where both hold it) mIoU."
+    sd = lambda x: x.std(ddof=1) if len(x) > 1 else float('nan')
+    tg = np.array([a['tail'] - s['tail'] for a, s in pairs])
+    mg = np.array([a['miou'] - s['miou'] for a, s in pairs if None not in (a['miou'], s['miou'])])
+    m = (f"mIoU {mg.mean():+.1f} ± {sd(mg):.1f}" + (f" ({len(mg)} of them)" if len(mg) < len(pairs) else '')) if len(mg) else 'mIoU not stored'
+    return f"tail {tg.mean():+.1f} ± {sd(tg):.1f}, {m} (mean ± sd)"
+
+# %% ../nbs/23_cli.ipynb #d38a000e
 def draw_report(run: dict,          # the run as a draw (`draws_like`)
                 draws: list[dict],  # the stored draws at its setting
+                twin: dict|None = None, # its twin beside it, as a draw (`find_twin`)
                ) -> str:
-    "Where a run falls among the stored draws of its own path: each method's tail mIoU by seed and thread count, its rank, the paired gain."
+    "Where a run (and its twin) falls among the stored draws of its own path: each method's tail mIoU by seed and thread count, its rank, the paired gain."
+    ours = [('this run', run, 'X')] + ([('its twin', twin, 'T')] if twin else [])
     lines = [f"this run is one draw: {run['method']} seed {run['seed']}, tail mIoU {run['tail']:.1f}, on {run['path']} at {_threads(run['threads'])}, "
              f"torch {run['torch'] or '(not recorded)'} (it repeats to the digit given these three; another path or thread count is another draw)"]
+    if twin: lines.append(f"its twin is one draw: {twin['method']} seed {twin['seed']}, tail mIoU {twin['tail']:.1f} ({twin['where']})")
+    if twin:
+        a, s = (run, twin) if run['method'] != 'supervised' else (twin, run)
+        lines.append(f"this pair's gain, {a['method']} - supervised: tail {a['tail'] - s['tail']:+.1f}, mIoU {a['miou'] - s['miou']:+.1f}")
     mine = [d for d in draws if d['path'] == run['path']]
     if not any(d['method'] == 'supervised' for d in mine):
         return '\n'.join(lines + [f"no stored supervised draw of this setting on {run['path']} (stored paths: "
-                                  f"{', '.join(sorted({str(d['path']) for d in draws})) or 'none'}): nothing here to compare this run with"])
+                                  f"{', '.join(sorted({str(d['path']) for d in draws})) or 'none'}): "
+                                  + ('the pair above is all there is to compare' if twin else 'nothing here to compare this run with')])
+    semi = next((d['method'] for d in [run, twin or run] + mine if d['method'] not in ('supervised', 'full')), None)
     sup = _by_threads(mine, 'supervised')
     t = run['threads'] if run['threads'] in sup else max(sup, key=lambda t: len(sup[t]))
     if t != run['threads']: lines.append(f"no stored supervised draw on {run['path']} at {_threads(run['threads'])}: compared with its draws at {_threads(t)}")
-    lo, hi = (f(d['tail'] for d in mine + [run]) for f in (min, max)); lo, hi = 5 * (lo // 5), 5 * (hi // 5 + 1)
+    tails = [d['tail'] for d in mine + [d for _, d, _ in ours] if d['tail'] == d['tail']] or [0.]   # NaN: a tail class absent
+    lo, hi = 5 * (min(tails) // 5), 5 * (max(tails) // 5 + 1)
     lines += ['', f"stored draws of this setting on {run['path']}, tail mIoU (%) by seed, {lo:.0f} to {hi:.0f}:"]
-    for method in dict.fromkeys(('supervised', run['method'], 'full')):
+    for method in dict.fromkeys(m for m in ('supervised', semi, 'full') if m):
         for th, ds in _by_threads(mine, method).items():
             lines.append(f"  {method:10s} {th} thr  {strip([d['tail'] for d in ds], lo, hi)}  " + '  '.join(f"{d['tail']:.1f} (s{d['seed']})" for d in ds))
-    lines.append(f"  {'this run':10s} {run['threads']} thr  {strip([run['tail']], lo, hi, mark='X')}  {run['tail']:.1f} (s{run['seed']})")
-    s_t, a_t = [d['tail'] for d in sup[t]], [d['tail'] for d in _by_threads(mine, run['method']).get(t, [])]
-    lines.append(f"this run's tail is above {sum(v < run['tail'] for v in s_t)} of {len(s_t)} supervised draws and above "
-                 f"{sum(v < run['tail'] for v in a_t)} of {len(a_t)} stored {run['method']} draws at {_threads(t)}")
-    pairs = [(a, s) for a in _by_threads(mine, run['method']).get(t, []) for s in sup[t] if (a['seed'], a['split']) == (s['seed'], s['split'])]
-    if pairs:
-        g = lambda k: np.array([a[k] - s[k] for a, s in pairs]); sd = lambda x: x.std(ddof=1) if len(x) > 1 else float('nan')
-        lines.append(f"paired gain, {run['method']} - supervised, same seed, path and thread count ({t}), {len(pairs)} seeds: "
-                     f"tail {g('tail').mean():+.1f} ± {sd(g('tail')):.1f}, mIoU {g('miou').mean():+.1f} ± {sd(g('miou')):.1f} (mean ± sd)")
+    lines += [f"  {who:10s} {d['threads']} thr  {strip([d['tail']], lo, hi, mark=mark)}  {d['tail']:.1f} (s{d['seed']}" + (f", {d['method']})" if twin else ')')
+              for who, d, mark in ours]
+    s_t, a_t = [d['tail'] for d in sup[t]], [d['tail'] for d in _by_threads(mine, semi).get(t, [])]
+    lines += [f"{who}'s tail is above {sum(v < d['tail'] for v in s_t)} of {len(s_t)} supervised draws" +
+              (f" and above {sum(v < d['tail'] for v in a_t)} of {len(a_t)} stored {semi} draws" if semi else '') + f" at {_threads(t)}" for who, d, _ in ours]
+    pairs = [(a, s) for a in _by_threads(mine, semi).get(t, []) for s in sup[t] if (a['seed'], a['split']) == (s['seed'], s['split'])]
+    if pairs: lines.append(f"paired gain, {semi} - supervised, same seed, path and thread count ({t}), {len(pairs)} seeds: {_gain(pairs)}")
     return '\n'.join(lines)
 
 # %% ../nbs/23_cli.ipynb #d38a0009
 def _arg(v) -> str: return ','.join(map(str, v)) if isinstance(v, (list, tuple)) else 'none' if v is None else str(v).lower() if isinstance(v, bool) else str(v)
 
-def twin_args(run_dir) -> list[str]:
-    "`ael-train` arguments for a run's supervised twin: its preset, seed, split, precision and thread count, and every setting it changed."
+def twin_args(run_dir, out=None) -> list[str]:
+    "`ael-train` arguments for a run's twin (`twin_method`) into `out` (default `twin_folder`): its preset, seed, split, precision and thread count, and every setting it changed."
     cfg = read_yaml(Path(run_dir) / 'config.yaml')
     base = dict(flat_items(to_dict(get_config(cfg['preset'])))) if cfg.get('preset') in PRESETS else {}
     keep = set(setting_of(cfg)) | {'data.manifest', 'data.fraction', 'data.root', 'optim.amp', 'run.threads'}
     ov = [f'{k}={_arg(v)}' for k, v in flat_items(cfg) if k in keep and base.get(k, v) != v or k in keep and k not in base]
-    return ['--preset', cfg['preset'], '--method', 'supervised', '--seed', str(cfg['run']['seed']), '--out', f'{Path(run_dir)}_supervised', *ov]
+    return ['--preset', cfg['preset'], '--method', twin_method(cfg), '--seed', str(cfg['run']['seed']), '--out', str(out or twin_folder(run_dir)), *ov]
 
-def paired_command(run_dir,       # a finished run directory of a semi-supervised method
+def _free(p: Path) -> Path:
+    "`p`, or `p2`, `p3`, ... the first that does not exist."
+    return next(q for q in [p] + [p.with_name(f'{p.name}{k}') for k in range(2, 1000)] if not q.exists())
+
+def paired_command(run_dir,       # a finished run directory
                    run: dict,     # the run as a draw (`draws_like`)
                    draws: list[dict],
+                   out=None,      # the twin's folder (default `twin_folder`)
                   ) -> str:
-    "The one command that trains this run's supervised twin here (same setting, seed, path and threads), with its estimated time."
-    step = run['time_s'] / run['iters']
+    "The one command that trains this run's twin here (same setting, seed, path and threads), with its estimated time."
+    other, step = twin_method(read_yaml(Path(run_dir) / 'config.yaml')), run['time_s'] / run['iters']
     per_step = lambda m: [d['time_s'] / d['iters'] for d in draws if d['method'] == m and d['path'] == run['path'] and d['time_s']]
-    sup, own = per_step('supervised'), per_step(run['method'])
-    ratio = float(np.mean(sup) / np.mean(own)) if sup and own else 1.0
-    why = (f"this run's {step:.2f} s a step x {ratio:.2f}, a supervised step's share of an {run['method']} step in the stored draws on {run['path']}"
-           if sup and own else f"this run's {step:.2f} s a step: an upper bound, a supervised step does less")
-    return (f"train its supervised twin here (same setting, seed, path and threads), {about_minutes(step * ratio * run['iters'] / 60)} ({why}):\n"
-            f"  ael-train {shlex.join(twin_args(run_dir))}")
+    theirs, own = per_step(other), per_step(run['method'])
+    ratio = float(np.mean(theirs) / np.mean(own)) if theirs and own else 1.0
+    why = (f"this run's {step:.2f} s a step x {ratio:.2f}, a {other} step over a {run['method']} step in the stored draws on {run['path']}"
+           if theirs and own else f"this run's {step:.2f} s a step: an upper bound, a supervised step does less" if other == 'supervised'
+           else f"this run's {step:.2f} s a step: a lower bound, an {other} step does more")
+    return (f"train its {other} twin here (same setting, seed, path and threads), {about_minutes(step * ratio * run['iters'] / 60)} ({why}):\n"
+            f"  ael-train {shlex.join(twin_args(run_dir, out))}")
 
 # %% ../nbs/23_cli.ipynb #d38a000a
-def closing_summary(run_dir,       # a finished run directory of a semi-supervised method
+def closing_summary(run_dir,       # a finished run directory
                     results=None,  # folder of stored results (default: the checkout's bench/results)
                    ) -> str:
-    "What `ael-train` prints after a semi-supervised run: the per-class comparison with a stored supervised draw of its path, where the run falls among its path's draws, and the command that trains its twin here."
+    "What `ael-train` prints after a run: with its twin beside it (`find_twin`), the pair's per-class table and both runs among the stored draws of their path; else a semi-supervised run's comparison with a stored supervised draw of its path, where the run falls among its path's draws, and the command that trains its twin here."
     run, draws = draws_like(run_dir, results)
-    ref = find_reference(run_dir, results)
-    return '\n\n'.join(([vs_supervised(run_dir, ref)] if ref else []) + [draw_report(run, draws), paired_command(run_dir, run, draws)])
+    if run['method'] == 'full': return draw_report(run, draws)             # supervised on every image: no twin
+    found, why = find_twin(run_dir)
+    head = [why] if why else []
+    if found is not None:
+        semi, sup = (run_dir, found) if run['method'] != 'supervised' else (found, run_dir)
+        rest = [d for d in draws if Path(d['where']).resolve() != found.resolve()]
+        return '\n\n'.join(head + [vs_supervised(semi, sup, stored=False), draw_report(run, rest, read_stored(found / 'summary.json'))])
+    ref = find_reference(run_dir, results) if run['method'] != 'supervised' else None
+    return '\n\n'.join(([vs_supervised(run_dir, ref)] if ref else []) + [draw_report(run, draws)]
+                       + ['\n'.join(head + [paired_command(run_dir, run, draws, _free(twin_folder(run_dir)))])])
 
 # %% ../nbs/23_cli.ipynb #a95e8f6f
 def next_steps(run_dir) -> str:
@@ -407,16 +496,19 @@ def next_steps(run_dir) -> str:
 # %% ../nbs/23_cli.ipynb #e057b14f
 def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervised method
                        reference,  # a supervised run directory, or a bench/grid.py cell JSON (`find_reference`)
+                       stored: bool = True, # `reference` is a stored result (else the run's twin beside it)
                       ):
-    "Per-class IoU of the supervised reference beside every model the run evaluated last: the run's `iou.png` when the summary compares them."
+    "Per-class IoU of the supervised reference beside every model the run evaluated last: the run's `iou.png` when the summary compares them; None where the reference holds no per-class IoU of some class."
     from ael_nb.compare import read_result, run_info
     from ael_nb.metrics import iou_table, plot_iou
     a, b = read_result(run_dir), read_result(reference)
+    info = run_info(a['dataset'], a['root'], run_dir)
+    if any(b['iou'].get(c) is None for c in info.class_names): return None
     r = Path(reference); r = read_stored(r / 'summary.json' if r.is_dir() else r)
     last = [r['eval'] for r in read_metrics(run_dir) if 'eval' in r][-1]
-    runs = {f"supervised ({b['model']}, stored)": {c: v / 100 for c, v in b['iou'].items()}}
+    runs = {f"supervised ({b['model']}, {'stored' if stored else 'twin'})": {c: v / 100 for c, v in b['iou'].items()}}
     runs |= {f"{a['method']} {m}": s['per_class'] for m, s in last.items()}
-    return plot_iou(iou_table(runs, run_info(a['dataset'], a['root'], run_dir)), f"{a['method']} beside supervised training ({pairing(read_stored(Path(run_dir) / 'summary.json'), r)})")
+    return plot_iou(iou_table(runs, info), f"{a['method']} beside supervised training ({pairing(read_stored(Path(run_dir) / 'summary.json'), r)})")
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 positive = arg_type(at_least(1))   # argparse type: an integer >= 1

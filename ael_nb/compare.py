@@ -52,7 +52,7 @@ def read_result(path,              # a run directory or a `bench/grid.py` cell J
     if model not in metrics: raise KeyError(f"{p}: no {model!r} evaluation (has {sorted(metrics)})")
     root = None if dataset in INFOS else (cfg if p.is_dir() else d['config'])['data'].get('root')   # a folder dataset: which folder
     return dict(method=method, seed=seed, dataset=dataset, root=root, model=model, source=str(p),
-                iou={c: 100 * v for c, v in metrics[model]['per_class'].items()})
+                iou={c: None if v is None else 100 * v for c, v in (metrics[model]['per_class'] or {}).items()})   # None: not measured
 
 # %% ../nbs/24_compare.ipynb #bfb5e43b
 def load_results(*paths,           # run directories, cell JSONs, or folders of cell JSONs (a bench grid)

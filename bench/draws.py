@@ -9,7 +9,10 @@ folders (`bench/results/default-run-cpu-*/`), read by `ael_nb.cli.stored_draws`,
 summary uses. A result repeats to the digit given its instruction path, thread count and torch version: each draw's
 path and thread count are the ones it recorded, or `ael_nb.cli.provenance`'s inference from what it recorded (listed
 under the draw's `inferred`); a result whose path nothing decides is listed under `unknown_path`, never guessed.
-Tail mIoU in %, of the reported model (the EMA teacher where the method has one, as `ael-train` reports it)."""
+Tail mIoU, mIoU and per-class IoU (`per_class`) in %, of the reported model (the EMA teacher where the method has one,
+as `ael-train` reports it). Draws measured elsewhere and folded in (`bench/results/avx512bf16-draws-2026-11-28/`, each
+with its `measured` provenance) hold only what was measured: a figure they lack is null (`miou`, a class of
+`per_class`, or `per_class` itself), and the paired mIoU gain is over the pairs that hold both."""
 from __future__ import annotations
 import argparse, json
 from pathlib import Path
@@ -21,9 +24,12 @@ from ael_nb.core import atomic_write_text
 RESULTS = Path(__file__).resolve().parent / 'results'
 METHODS = ('supervised', 'ael', 'full')
 
-def _mean_sd(x) -> dict:
+def _mean_sd(x) -> dict|None:
     x = np.array(x, dtype=float)
+    if not len(x): return None
     return dict(mean=round(float(x.mean()), 4), sd=round(float(x.std(ddof=1)), 4) if len(x) > 1 else None)
+
+def _r(v): return None if v is None else round(v, 4)
 
 def paired(draws: list[dict]) -> dict:
     "AEL minus supervised of the same seed and split, per thread count (one path's draws): tail and mIoU gains, mean and sd."
@@ -33,7 +39,7 @@ def paired(draws: list[dict]) -> dict:
                  and a['threads'] == s['threads'] == t and (a['seed'], a['split']) == (s['seed'], s['split'])]
         if pairs: out[str(t)] = dict(n=len(pairs), seeds=[a['seed'] for a, _ in pairs],
                                      tail=_mean_sd([a['tail'] - s['tail'] for a, s in pairs]),
-                                     miou=_mean_sd([a['miou'] - s['miou'] for a, s in pairs]))
+                                     miou=_mean_sd([a['miou'] - s['miou'] for a, s in pairs if None not in (a['miou'], s['miou'])]))
     return out
 
 def default_draws(results: Path) -> dict:
@@ -47,7 +53,8 @@ def default_draws(results: Path) -> dict:
         paths[p] = {m: [round(d['tail'], 4) for d in mine if d['method'] == m] for m in METHODS} | dict(
             threads=sorted({d['threads'] for d in mine}), paired=paired(mine),
             draws=[dict(method=d['method'], seed=d['seed'], threads=d['threads'], torch=d['torch'], tail=round(d['tail'], 4),
-                        miou=round(d['miou'], 4), source=rel(d), inferred=d['inferred']) for d in mine])
+                        miou=_r(d['miou']), per_class=d['per_class'] and {c: _r(v) for c, v in d['per_class'].items()},
+                        source=rel(d), inferred=d['inferred']) for d in mine])
     return dict(setting="the cpu preset's (ael-train's default run)", tail='tail mIoU, %', paths=paths,
                 unknown_path=[rel(d) for d in at if not d['path']])
 
@@ -58,7 +65,7 @@ def readme_sentences(draws: dict) -> str:
         rng = lambda m: ('none stored' if not e[m] else f"{e[m][0]:.1f} (1 draw)" if len(e[m]) == 1 else
                          f"{min(e[m]):.1f}-{max(e[m]):.1f} ({len(e[m])} draws)")
         gain = '; '.join(f"paired gain at {t} thread{'s' * (t != '1')} {g['tail']['mean']:+.1f}" +
-                         (f" ± {g['tail']['sd']:.1f}" if g['tail']['sd'] is not None else '') + f" over {g['n']} seeds"
+                         (f" ± {g['tail']['sd']:.1f}" if g['tail']['sd'] is not None else '') + f" over {g['n']} seed{'s' * (g['n'] > 1)}"
                          for t, g in e['paired'].items())
         above = ('every AEL draw above every supervised one' if min(e['ael']) > max(e['supervised']) else
                  "the lowest AEL draw below the highest supervised one: AEL's gain is not larger than the spread of a draw"

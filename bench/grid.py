@@ -334,11 +334,11 @@ def plan(grid, dataset, fractions, seeds, iters, root, variants=None, device='cp
     return sorted(cells, key=lambda c: (c['seed'], c['variant'] not in first))
 
 def find_existing(cell) -> Path|None:
-    "A finished cell JSON with the same key anywhere under bench/results."
+    "A finished cell JSON with the same key anywhere under bench/results; never a draw measured elsewhere and folded in (`measured`)."
     for p in RESULTS.glob('*/*.json'):
         try: d = json.loads(p.read_text())
         except Exception: continue
-        if d.get('key') == cell['key'] and 'metrics' in d: return p
+        if d.get('key') == cell['key'] and 'metrics' in d and 'measured' not in d: return p
     return None
 
 def grid_dir(grid, dataset, iters, device='cpu'): return RESULTS / (f'{grid}-{dataset}-{iters}it' + ('' if device == 'cpu' else f'-{device}'))

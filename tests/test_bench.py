@@ -177,6 +177,9 @@ def test_default_draws_come_from_the_stored_results():
         assert path in ('amx-bf16', 'avx512-bf16', 'avx2-fp32') and e['threads'] == sorted({d['threads'] for d in e['draws']})
         assert sorted(e['ael'] + e['supervised'] + e['full']) == sorted(d['tail'] for d in e['draws'])
     assert all(len(stored['paths'][p]['supervised']) >= 3 for p in ('amx-bf16', 'avx2-fp32'))   # the grid's seeds
+    e = stored['paths']['avx512-bf16']                                   # the folded draws: 3 at 1 thread + 1 at 2 each
+    assert (len(e['supervised']), len(e['ael']), e['threads']) == (4, 4, [1, 2])
+    assert all('per_class' in d for p in stored['paths'].values() for d in p['draws'])
     readme = ' '.join((REPO / 'README.md').read_text().split())
     for line in draws.readme_sentences(stored).splitlines(): assert line in readme, line
 
@@ -202,3 +205,56 @@ def test_folder_run_readme_states_its_summary():
     t = s['last']['teacher']
     assert f"in {s['time_s']:.0f} s of wall time" in text and s['it'] == 300 and s['path'] == 'avx2-fp32'
     assert f"mIoU {100 * t['miou']:.1f}, head {100 * t['head_miou']:.1f}, tail {100 * t['tail_miou']:.1f}" in text
+
+
+def test_eval_split_on_two_tiny_runs(tmp_path):
+    "Two tiny runs, each evaluated on 4 disjoint val sets of its own size: set 0 repeats the run's own figure, and the "
+    "split is the arithmetic the script's docstring states, from the per-set figures it stores; runs of two settings are refused."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import shutil, eval_split, numpy as np, pytest, torch, yaml
+    from ael_nb.config import get_config
+    from ael_nb.core import DataError
+    from ael_nb.plan import TINY
+    from ael_nb.train import train
+    before = torch.get_num_threads()
+    try:
+        for s in (0, 1):
+            train(get_config('cpu', overrides=TINY + ['method.name=supervised', f'run.seed={s}', 'eval.max_images=3', f'run.out={tmp_path / f"s{s}"}']))
+        eval_split.main([str(tmp_path / 's0'), str(tmp_path / 's1'), '--tag', 't', '--results', str(tmp_path)])
+    finally: torch.set_num_threads(before)
+    d = json.loads((tmp_path / 'eval_split_t.json').read_text())
+    for r in d['runs']:
+        assert [(s['first'], s['last'], s['n']) for s in r['sets']] == [(f'syn_val_{3 * i:05d}', f'syn_val_{3 * i + 2:05d}', 3) for i in range(4)]
+        assert r['own_repeated']['miou'] == 0 and r['model'] == 'student', r
+    x = np.array([[s['miou'] for s in r['sets']] for r in d['runs']])
+    got, ev = d['split']['supervised']['miou'], x.var(axis=1, ddof=1).mean()
+    assert got['eval_var'] == pytest.approx(ev) and got['train_var'] == pytest.approx(x.mean(axis=1).var(ddof=1) - ev / 4)
+    assert got['eval_share'] == pytest.approx(ev / (got['train_var'] + ev)) and got['runs'] == 2 and got['sets'] == 4
+    assert '| supervised | mIoU | 2 | 4 |' in (tmp_path / 'eval_split_t.md').read_text()
+    shutil.copytree(tmp_path / 's1', tmp_path / 's2')
+    cfg = yaml.safe_load((tmp_path / 's2' / 'config.yaml').read_text()); cfg['data']['batch_size'] = 4
+    (tmp_path / 's2' / 'config.yaml').write_text(yaml.safe_dump(cfg))
+    with pytest.raises(DataError, match='another setting than .*s0 \\(data.batch_size\\)'):
+        eval_split.check_runs([tmp_path / 's0', tmp_path / 's2'])
+
+
+def test_folded_draws_hold_only_what_was_measured():
+    "The AVX-512 BF16 draws measured elsewhere: each names its provenance, holds no figure that was not measured (null), "
+    "bench/grid.py never reuses one, and the stored means of the 1-thread seeds are the cells' tail means."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import numpy as np, grid
+    d = REPO / 'bench' / 'results' / 'avx512bf16-draws-2026-11-28'
+    cells = {p.name: json.loads(p.read_text()) for p in sorted(d.glob('*.json')) if p.name != 'measured_means_1thread.json'}
+    assert len(cells) == 7
+    for name, c in cells.items():
+        m = c['measured']
+        assert m['date'] == '2026-11-28' and m['kit'] in ('4a6d465', '28c593e') and 'AMD EPYC' in m['machine'] and m['torch'] == '2.14.1+cu130'
+        assert c['host']['path'] == 'avx512-bf16' and grid.find_existing(dict(key=c.get('key'))) != d / name
+        (model,) = c['metrics'].values()
+        if c['host']['threads'] == 1: assert model['miou'] is None and model['per_class'] is None, name
+        else: assert [k for k, v in model['per_class'].items() if v is not None] == ['pole', 'sign', 'pedestrian', 'bicycle']
+    means = json.loads((d / 'measured_means_1thread.json').read_text())
+    for method in ('supervised', 'ael'):
+        tails = [100 * c['metrics'][c['primary']]['tail_miou'] for c in cells.values() if c.get('grid') and c['variant'].startswith(method)]
+        assert len(tails) == 3 and round(np.mean(tails), 1) == means[method]['tail']['mean']
+        assert round(np.std(tails, ddof=1), 1) == means[method]['tail']['sd']

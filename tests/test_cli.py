@@ -270,3 +270,47 @@ def test_folder_step_line_per_path_in_words():
     few = get_config('folder', overrides=['run.device=cpu', 'optim.iters=4'])   # the issue's 'about 0 h'
     assert 'its 4 steps take about 2 minutes on one such core, about 1 minute on two' in measured_time(few, path='avx2-fp32')
     assert 'its 4 steps take under a minute on one such core, under a minute on two' in measured_time(few, path='avx512-bf16')
+
+
+def test_the_pair_in_either_order(trained, tmp_path, capsys):
+    "The twin command's run finishing beside the AEL run prints the pair (per-class table, both runs among the stored draws), "
+    "and so does an AEL run finishing beside its supervised twin; a sibling of another seed or thread count is not paired, "
+    "and the summary says in one line why the named folder is not the twin."
+    import shlex, torch, yaml
+    from ael_nb.cli import ael_train, closing_summary, find_twin, twin_args
+    quiet = ['run.progress=false', 'run.tensorboard=false', 'run.plots=false']
+    shutil.copytree(trained[0], tmp_path / 'a' / 'run')
+    ael, sup = tmp_path / 'a' / 'run', tmp_path / 'a' / 'run_supervised'
+    assert shlex.join(['--out', f'{trained[0]}_supervised']) in trained[1]  # the folder the AEL run's twin command names
+    threads = torch.get_num_threads()
+    try:
+        rc, out, err = inproc(capsys, ael_train, *twin_args(ael), *quiet)  # supervised second
+        assert rc == 0, err
+        s = json.loads((ael / 'summary.json').read_text())
+        pair = f"ael vs supervised training, same setting, seed (1), path ({s['path']}) and thread count (1): per-class IoU (%)"
+        for text in (out, closing_summary(ael)):
+            assert pair in text and f'supervised: {sup}, trained here, not a stored result' in text, text
+            assert 'its twin is one draw' in text and "this pair's gain, ael - supervised: tail " in text, text
+            assert all(f'\n{c} ' in text for c in ('pole', 'bicycle', 'tail mIoU', 'mIoU')) and 'ael-train --preset' not in text, text
+        shutil.copytree(sup, tmp_path / 'b' / 'run_supervised')           # supervised first, then AEL beside it
+        rc, out, err = inproc(capsys, ael_train, '--out', tmp_path / 'b' / 'run', '--seed', 1, *TINY)
+        assert rc == 0, err
+        assert pair in out and f"supervised: {tmp_path / 'b' / 'run_supervised'}, trained here" in out, out
+    finally: torch.set_num_threads(threads)
+    cell = json.loads(json.dumps(dict(grid='g', dataset='synthetic', iters=2, seed=1, variant='supervised', it=2, manifest_hash=s['manifest_hash'], metrics=s['last'],
+                                      config=yaml.safe_load((sup / 'config.yaml').read_text()), time_s=1.0,
+                                      host=dict(path=s['path'], threads=1, torch=s['torch']))))
+    del cell['metrics']['teacher']; cell['metrics']['student']['tail_miou'] = .1; (tmp_path / 'res' / 'g').mkdir(parents=True)
+    (tmp_path / 'res' / 'g' / 'supervised__1-8__s1.json').write_text(json.dumps(cell))
+    text = closing_summary(ael, tmp_path / 'res')                         # both runs among the stored draws of their path
+    assert f"stored draws of this setting on {s['path']}" in text and '  this run   1 thr' in text and '  its twin   1 thr' in text, text
+    assert "this run's tail is above" in text and "its twin's tail is above" in text, text
+    cfg = yaml.safe_load((sup / 'config.yaml').read_text()); cfg['run']['seed'] = 2
+    (sup / 'config.yaml').write_text(yaml.safe_dump(cfg))                 # the named folder: another seed
+    shutil.copytree(tmp_path / 'b' / 'run_supervised', tmp_path / 'a' / 'other')
+    o = json.loads((tmp_path / 'a' / 'other' / 'summary.json').read_text()); o['threads'] = 2
+    (tmp_path / 'a' / 'other' / 'summary.json').write_text(json.dumps(o))   # a sibling at another thread count
+    why = f"{sup} is beside this run but is not its twin: seed 2, this run's 1"
+    assert find_twin(ael) == (None, why)
+    text = closing_summary(ael, tmp_path / 'res')
+    assert why in text and 'its twin is one draw' not in text and f'--out {sup}2 ' in text.splitlines()[-1], text
