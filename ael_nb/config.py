@@ -14,7 +14,7 @@ from typing import Literal
 import yaml
 import torch
 from .core import DataError, atomic_write_text, resolve_amp, resolve_channels_last, world_size
-from .paper import AUTHORS, WEAK_TO_STRONG, DIFFERENCES
+from .paper import AUTHORS, WEAK_TO_STRONG, UNIMATCH_V2, DIFFERENCES, V2_DIFFERENCES
 
 # %% auto #0
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS',
@@ -24,7 +24,7 @@ __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RAN
            'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'cpu96', 'folder',
            'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset', 'upgrade_config',
            'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
-           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
+           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table', 'v2_differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -75,10 +75,14 @@ class ModelConfig:
 # %% ../nbs/14_config.ipynb #0eed3060
 @dataclass
 class OptimConfig:
-    "SGD with the poly schedule (Sec. 4.1)."
+    "SGD (or AdamW) with the poly schedule (Sec. 4.1)."
     lr: float = 0.01                        # backbone learning rate for `batch_size` images
     head_lr_mult: float = 10.0              # heads train with lr x this (authors' code)
     momentum: float = 0.9
+    optimizer: Literal['sgd', 'adamw'] = 'sgd'  # SGD with momentum (paper), or AdamW (UniMatch V2)
+    betas: tuple[float, float] = (0.9, 0.999)  # AdamW's betas
+    lock_backbone: bool = False             # freeze the backbone (`model.backbone`): only the heads train
+    lr_lag: int = 0                         # step i trains at the poly rate of step i - lr_lag (UniMatch V2's code: 1)
     weight_decay: float = 5e-4
     iters: int = 18000                      # optimiser steps
     poly_power: float = 0.9                 # lr x (1 - it/iters)^power
@@ -97,8 +101,9 @@ class OptimConfig:
 @dataclass
 class MethodFramework:
     "`method.*` keys of the basic framework and AEL's four components (Table 5)."
-    name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'] = 'ael'
-    base: Literal['cutmix', 'fixmatch', 'unimatch'] = 'cutmix'  # the basic framework under name='ael' (paper: cutmix)
+    name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'unimatch_v2', 'ael'] = 'ael'
+    # the basic framework under name='ael' (paper: cutmix)
+    base: Literal['cutmix', 'fixmatch', 'unimatch', 'unimatch_v2'] = 'cutmix'
     alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10; above)
     alpha_rampup: int = 0                   # steps over which alpha rises from 0 (sigmoid ramp); 0: from step 0
     ema_decay: float = 0.99                 # teacher EMA: min(1 - 1/(it+1), decay)
@@ -114,7 +119,7 @@ class MethodFramework:
 # %% ../nbs/14_config.ipynb #1cbb2bed
 @dataclass
 class MethodWeakToStrong:
-    "`method.*` keys of the weak-to-strong frameworks (`18a_fixmatch`, `18b_unimatch`)."
+    "`method.*` keys of the weak-to-strong frameworks (`18a_fixmatch`, `18b_unimatch`, `18d_unimatch_v2`)."
     teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views (above)
     conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this
     strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch: 1)
@@ -128,6 +133,7 @@ class MethodWeakToStrong:
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     mix_prob: float = 0.5                   # strong view: probability of a CutMix box from another image
     mix_area: tuple[float, float] = (0.02, 0.4)  # strong view: CutMix box area range (fraction of the image)
+    comp_drop: bool = True                  # unimatch_v2: complementary channel dropout on the two strong views
 
 # %% ../nbs/14_config.ipynb #9a17946b
 @dataclass
@@ -252,7 +258,7 @@ class Config:
 
 # %% ../nbs/14_config.ipynb #10d6c022
 AEL_PARTS = ('acp', 'acm', 'aes', 'dr')
-FRAMEWORKS = ('cutmix', 'fixmatch', 'unimatch')
+FRAMEWORKS = ('cutmix', 'fixmatch', 'unimatch', 'unimatch_v2')
 ANY_DEVICE = 'any device'
 # not keys, set by `resolved` on its copy: what it decided the settings for (None: nothing yet), the micro-batches it
 # decided with the device, and the same configuration resolved for any device (what `config.yaml` keeps)
@@ -565,7 +571,8 @@ RANGES = {
     'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT),
     'model.dropout': _num(0, 1, hi_open=True),
     'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True),
-    'optim.momentum': _num(0, 1, hi_open=True),
+    'optim.momentum': _num(0, 1, hi_open=True), 'optim.betas': _each(_num(0, 1, hi_open=True)),
+    'optim.lr_lag': _int(0),
     'optim.weight_decay': _num(0), 'optim.iters': _int(1), 'optim.poly_power': _num(0), 'optim.warmup_iters': _int(0),
     'optim.accum_steps': _int(1), 'optim.ohem_thresh': _PROB, 'optim.ohem_min_kept': _int(0),
 }
@@ -789,6 +796,14 @@ def weak_to_strong(dataset: str, method: str) -> Config:
     "The `dataset` preset with `method` ('fixmatch', 'unimatch') at its authors' values (`WEAK_TO_STRONG`), resolved."
     return get_preset(f'{dataset}-{method}')
 
+# %% ../nbs/14_config.ipynb #5c4e58aa
+def _unimatch_v2(dataset: str) -> Config:
+    c = apply_overrides(PRESETS[dataset](), UNIMATCH_V2[dataset])
+    c.preset = f'{dataset}-unimatch_v2'
+    return c
+
+PRESETS.update({f'{d}-unimatch_v2': (lambda d=d: _unimatch_v2(d)) for d in UNIMATCH_V2})
+
 # %% ../nbs/14_config.ipynb #f434e879
 def check_classes(cfg: Config, num_classes: int, dataset: str) -> Config:
     "Refuse `method.cp_exclude` / `acm_exclude` (where used) naming ids outside the dataset's classes, or all of them."
@@ -854,3 +869,14 @@ def differences_table(datasets=('cityscapes', 'voc')) -> str:
         rows.append(f"| {d.what} | {keys} | {d.paper} | {d.code} | {paper} | {code} | {d.left} | {d.kit} |")
     return '\n'.join(rows)
 
+
+# %% ../nbs/14_config.ipynb #0b233cca
+def v2_differences_table() -> str:
+    "Markdown table of `V2_DIFFERENCES`: V2's code, the kit, each switch's value under the `-unimatch_v2` presets."
+    rows = ["| difference | key | V2's code does | we do | `-unimatch_v2` presets | left |", '|---' * 6 + '|']
+    names = [f'{d}-unimatch_v2' for d in UNIMATCH_V2]
+    for d in V2_DIFFERENCES:
+        vals = ' / '.join(preset_values(k, names) for k in d.keys) or 'no switch'
+        keys = ', '.join(f'`{k}`' for k in d.keys) or '-'
+        rows.append(f"| {d.what} | {keys} | {d.code} | {d.kit} | {vals} | {d.left} |")
+    return '\n'.join(rows)

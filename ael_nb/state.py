@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.distributed as dist
 from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, rng_state, set_rng_state,
                          seal, unseal, seed_everything)
-from .config import RUN_KEYS, WEIGHTS_FREE, Config, to_dict, from_dict, get_config, config_diff
+from .config import RUN_KEYS, WEIGHTS_FREE, Config, OptimConfig, to_dict, from_dict, get_config, config_diff
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .teacher import make_teacher
@@ -21,9 +21,10 @@ from .cutmix import ClassTable
 from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
 
 # %% auto #0
-__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'tiny_state', 'rank_state', 'checkpoint',
-           'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint', 'load_weights',
-           'load_checkpoint', 'load_model', 'weights_digest', 'models_only']
+__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'lock_backbone', 'make_optimizer', 'make_scheduler',
+           'build_state', 'tiny_state', 'rank_state', 'checkpoint', 'write_checkpoint', 'save_checkpoint',
+           'upgrade_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest',
+           'models_only']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -50,6 +51,31 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
     if it < warmup: return (it + 1) / warmup
     return max(0.0, 1 - it / iters) ** power
 
+# %% ../nbs/17_state.ipynb #d48e5aa7
+def lock_backbone(model: nn.Module) -> nn.Module:
+    "Freeze the backbone: the model's own `lock_backbone()` where it has one, else `.backbone` without gradients."
+    m = unwrap(model)
+    if hasattr(m, 'lock_backbone'): m.lock_backbone()
+    else: m.backbone.requires_grad_(False)
+    return model
+
+def make_optimizer(student: nn.Module, o: OptimConfig) -> torch.optim.Optimizer:
+    "SGD with momentum over `param_groups`, or AdamW over V2's groups (`.backbone` at lr, the rest x head_lr_mult)."
+    if o.optimizer == 'sgd':
+        return torch.optim.SGD(param_groups(student, o.lr, o.head_lr_mult), lr=o.lr, momentum=o.momentum,
+                               weight_decay=o.weight_decay)
+    m = unwrap(student)
+    groups = [dict(params=[p for p in m.backbone.parameters() if p.requires_grad], lr=o.lr, lr_mult=1.0,
+                   name='backbone'),
+              dict(params=[p for n, p in m.named_parameters() if 'backbone' not in n], lr=o.lr * o.head_lr_mult,
+                   lr_mult=o.head_lr_mult, name='head')]
+    return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
+
+def make_scheduler(opt: torch.optim.Optimizer, o: OptimConfig) -> torch.optim.lr_scheduler.LambdaLR:
+    "The poly schedule on every group; step i at the rate of step i - `lr_lag` (V2's code sets it after the step)."
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda it: lr_factor(max(it - o.lr_lag, 0), o.iters, o.poly_power, o.warmup_iters))
+
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
@@ -58,6 +84,7 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
                           cfg.model.pretrained, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels,
                           checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic).to(device)
     if cfg.model.channels_last: student = student.to(memory_format=torch.channels_last)
+    if cfg.optim.lock_backbone: lock_backbone(student)
     teacher = make_teacher(student) if cfg.method.name != 'supervised' else None
     if cfg.model.compile:
         student.compile()
@@ -67,10 +94,8 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
         device_ids = [device.index] if device.type == 'cuda' else None
         student = nn.parallel.DistributedDataParallel(student, device_ids=device_ids)
     optim = cfg.optim
-    opt = torch.optim.SGD(param_groups(student, optim.lr, optim.head_lr_mult), lr=optim.lr, momentum=optim.momentum,
-                          weight_decay=optim.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda it: lr_factor(it, optim.iters, optim.poly_power, optim.warmup_iters))
+    opt = make_optimizer(student, optim)
+    sched = make_scheduler(opt, optim)
     scaler = torch.amp.GradScaler(device.type, enabled=optim.amp == 'fp16')
     method = cfg.method
     bank = ConfidenceBank(num_classes, method.tau, method.indicator, method.bank_init, method.absent_as_zero,
