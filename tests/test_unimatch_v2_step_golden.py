@@ -27,7 +27,8 @@ def test_kit_step_matches_v2(name):
     diff = vg.compare(vg.kit_steps(**c['inputs']), c['steps'])
     assert not diff, f"{name}: " + '; '.join(diff[:5])
 
-@pytest.mark.parametrize('name,switch,what', [('start', 'optim.lr_lag=0', 'lr'), ('start', 'method.comp_drop=false', 'losses'),
+@pytest.mark.parametrize('name,switch,what', [('start', 'optim.lr_lag=0', 'lr'),
+                                              ('start', 'method.comp_drop=false', 'losses'),
                                               ('late', 'method.ema_decay=0.99', 'teacher'),
                                               ('start', 'optim.head_lr_mult=10', 'lr')])
 def test_figures_tell_the_switches_apart(name, switch, what):

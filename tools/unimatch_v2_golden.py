@@ -105,7 +105,7 @@ class _Loader:
     def __len__(self): return SETTING['epoch_len']
 
 def v2_steps(repo, epoch: int, epochs: int) -> list[dict]:
-    "V2's loop body for `SETTING['iters']` iterations from the start of `epoch` on the stand-in; the figures after each."
+    "V2's loop body for `SETTING['iters']` iterations from the start of `epoch` on the stand-in; figures after each."
     from torch.optim import AdamW
     s, parts = SETTING, v2_parts(repo)
     cfg = dict(lr=s['lr'], lr_multi=s['lr_multi'], conf_thresh=s['conf_thresh'], epochs=epochs,
@@ -171,7 +171,7 @@ def _patched(module, **names):
         for k, v in old.items(): setattr(module, k, v)
 
 def compare(kit: list[dict], v2: list[dict], tol: float = TOL) -> list[str]:
-    "Where `kit`'s figures differ from `v2`'s by more than `tol` (relative to max(1, |value|)): 'step i key [j]: a vs b'."
+    "Where `kit`'s figures differ from `v2`'s by more than `tol` (relative to max(1, |value|)): 'step i key: a vs b'."
     bad = []
     def walk(a, b, where):
         if isinstance(a, list): return [walk(x, y, f'{where}[{j}]') for j, (x, y) in enumerate(zip(a, b))]
