@@ -11,7 +11,8 @@ from .config import get_config
 from .plan import micro_batch
 
 # %% auto #0
-__all__ = ['config_table', 'batch_arithmetic', 'activation_bytes', 'memory_estimate', 'measured_speed', 'schedule_hours']
+__all__ = ['config_table', 'batch_arithmetic', 'activation_bytes', 'memory_estimate', 'measured_speed', 'schedule_hours',
+           'accumulation']
 
 # %% ../nbs/26_arithmetic.ipynb #68704c57
 def config_table(cfg, keys=('data.dataset', 'data.manifest', 'data.crop_size', 'data.batch_size',
@@ -114,3 +115,17 @@ def schedule_hours(preset: str,       # 'cityscapes' or 'voc': the paper's sched
     rate = img_per_s * crop * crop / (cfg.data.crop_size[0] * cfg.data.crop_size[1]) * gpus
     return dict(preset=preset, iters=cfg.optim.iters, crop=cfg.data.crop_size[0], gpus=gpus,
                 hours_per_run=images / rate / 3600, hours_all_runs=runs * images / rate / 3600)
+
+# %% ../nbs/26_arithmetic.ipynb #b9f481e6
+def accumulation(cfg,           # resolved `Config` (`data.batch_size`: the global labeled batch)
+                 gpus: int,     # GPUs training together
+                 per_gpu: int,  # labeled images each GPU holds per micro-step
+                ) -> dict:
+    "`optim.accum_steps` that keeps `cfg`'s global batch with `per_gpu` labeled images on each of `gpus` GPUs."
+    n = cfg.data.batch_size
+    if n % (gpus * per_gpu):
+        raise ValueError(f"data.batch_size={n} is not a multiple of {gpus} GPUs x {per_gpu} images: no accumulation "
+                         "keeps it")
+    accum = n // (gpus * per_gpu)
+    return dict(gpus=gpus, labeled_per_gpu=per_gpu, unlabeled_per_gpu=per_gpu * cfg.data.unlabeled_ratio,
+                accum_steps=accum, override=f'optim.accum_steps={accum}')
