@@ -202,3 +202,16 @@ def test_folder_run_readme_states_its_summary():
     t = s['last']['teacher']
     assert f"in {s['time_s']:.0f} s of wall time" in text and s['it'] == 300 and s['path'] == 'avx2-fp32'
     assert f"mIoU {100 * t['miou']:.1f}, head {100 * t['head_miou']:.1f}, tail {100 * t['tail_miou']:.1f}" in text
+
+def test_unimatch_v2_gpu_plumbing(tmp_path):
+    "bench/unimatch_v2_gpu.sh OUT --cpu: the tiny ViT's two steps, V2 alone and with AEL's parts, in two files."
+    r = subprocess.run(['bash', str(REPO / 'bench' / 'unimatch_v2_gpu.sh'), str(tmp_path), '--cpu'], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['unimatch_v2_gpu.json', 'unimatch_v2_gpu.md']
+    res = json.loads((tmp_path / 'unimatch_v2_gpu.json').read_text())
+    assert [(c['arch'], c['ael'], c['rc'], c['steps']) for c in res['cases']] == [('dinov2_tiny', False, 0, 2),
+                                                                                ('dinov2_tiny', True, 0, 2)]
+    assert not res['not_run'] and all(c['s_per_iter'] > 0 and c['images_per_step'] == 8 for c in res['cases'])
+    md = (tmp_path / 'unimatch_v2_gpu.md').read_text()
+    assert md.count('| dinov2_tiny | 28 | 8 |') == 2 and 'V2 logs' in md
