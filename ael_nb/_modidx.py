@@ -610,7 +610,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'ael_nb.state.load_checkpoint': ('state.html#load_checkpoint', 'ael_nb/state.py'),
                               'ael_nb.state.load_model': ('state.html#load_model', 'ael_nb/state.py'),
                               'ael_nb.state.load_weights': ('state.html#load_weights', 'ael_nb/state.py'),
-                              'ael_nb.state.lock_backbone': ('state.html#lock_backbone', 'ael_nb/state.py'),
                               'ael_nb.state.lr_factor': ('state.html#lr_factor', 'ael_nb/state.py'),
                               'ael_nb.state.make_optimizer': ('state.html#make_optimizer', 'ael_nb/state.py'),
                               'ael_nb.state.make_scheduler': ('state.html#make_scheduler', 'ael_nb/state.py'),

@@ -81,7 +81,6 @@ class OptimConfig:
     momentum: float = 0.9
     optimizer: Literal['sgd', 'adamw'] = 'sgd'  # SGD with momentum (paper), or AdamW (UniMatch V2)
     betas: tuple[float, float] = (0.9, 0.999)  # AdamW's betas
-    lock_backbone: bool = False             # freeze the backbone (`model.backbone`): only the heads train
     lr_lag: int = 0                         # step i trains at the poly rate of step i - lr_lag (UniMatch V2's code: 1)
     weight_decay: float = 5e-4
     iters: int = 18000                      # optimiser steps

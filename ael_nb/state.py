@@ -21,10 +21,9 @@ from .cutmix import ClassTable
 from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
 
 # %% auto #0
-__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'lock_backbone', 'make_optimizer', 'make_scheduler',
-           'build_state', 'tiny_state', 'rank_state', 'checkpoint', 'write_checkpoint', 'save_checkpoint',
-           'upgrade_checkpoint', 'read_checkpoint', 'load_weights', 'load_checkpoint', 'load_model', 'weights_digest',
-           'models_only']
+__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'make_optimizer', 'make_scheduler', 'build_state', 'tiny_state',
+           'rank_state', 'checkpoint', 'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint',
+           'load_weights', 'load_checkpoint', 'load_model', 'weights_digest', 'models_only']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -52,13 +51,6 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
     return max(0.0, 1 - it / iters) ** power
 
 # %% ../nbs/17_state.ipynb #d48e5aa7
-def lock_backbone(model: nn.Module) -> nn.Module:
-    "Freeze the backbone: the model's own `lock_backbone()` where it has one, else `.backbone` without gradients."
-    m = unwrap(model)
-    if hasattr(m, 'lock_backbone'): m.lock_backbone()
-    else: m.backbone.requires_grad_(False)
-    return model
-
 def make_optimizer(student: nn.Module, o: OptimConfig) -> torch.optim.Optimizer:
     "SGD with momentum over `param_groups`, or AdamW over V2's groups (`.backbone` at lr, the rest x head_lr_mult)."
     if o.optimizer == 'sgd':
@@ -84,7 +76,6 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
                           cfg.model.pretrained, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels,
                           checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic).to(device)
     if cfg.model.channels_last: student = student.to(memory_format=torch.channels_last)
-    if cfg.optim.lock_backbone: lock_backbone(student)
     teacher = make_teacher(student) if cfg.method.name != 'supervised' else None
     if cfg.model.compile:
         student.compile()
