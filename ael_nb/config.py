@@ -15,6 +15,7 @@ import yaml
 import torch
 from .core import DataError, atomic_write_text, resolve_amp, resolve_channels_last, world_size
 from .paper import AUTHORS, WEAK_TO_STRONG, UNIMATCH_V2, DIFFERENCES, V2_DIFFERENCES
+from .dpt import DINOV2
 
 # %% auto #0
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS',
@@ -54,14 +55,16 @@ class DataConfig:
 # %% ../nbs/14_config.ipynb #209d0757
 @dataclass
 class ModelConfig:
-    "DeepLabv3+ (`ael_nb.model.build_model`)."
-    backbone: str = 'resnet101'             # resnet18/34/50/101
+    "DeepLabv3+ on a ResNet, or UniMatch V2's DPT on DINOv2 (`ael_nb.model.build_model`)."
+    # resnet18/34/50/101 (DeepLabv3+), or dinov2_s/b/l (DPT, `ael_nb.dpt`; dinov2_tiny: a test size)
+    backbone: str = 'resnet101'
     output_stride: int = 8                  # 8 = the paper's dilated ResNet, 16 = cheaper
     deep_stem: bool = True                  # three 3x3 stem convolutions (the authors' 'resnet101c')
     aux: bool = True                        # auxiliary head on layer3 (authors' code)
     aux_weight: float = 0.4                 # weight of the auxiliary loss
-    # 'imagenet' (torchvision's), 'auto' (ImageNet if at hand, else from scratch), a checkpoint path, or none
+    # 'imagenet' (torchvision's), 'auto' (ImageNet or Meta's DINOv2 if at hand, else from scratch), a path, or none
     pretrained: str|None = None
+    lock_backbone: bool = False             # DINOv2: freeze the ViT, train the head only (V2's `lock_backbone`)
     dropout: float = 0.1                    # dropout before the classifier
     head_channels: int = 256                # channels of the ASPP and the decoder (DeepLabv3+ and the paper: 256)
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
@@ -566,7 +569,8 @@ RANGES = {
     'data.unlabeled_ratio': _int(1), 'data.num_workers': _auto(_int(0)), 'data.prefetch_factor': _auto(_int(1)),
     'data.pin_memory': _auto(_BOOL), 'model.channels_last': _auto(_BOOL), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
-    'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
+    'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101', *DINOV2),
+    'model.output_stride': _one_of(8, 16),
     'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT),
     'model.dropout': _num(0, 1, hi_open=True),
     'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True),
@@ -651,6 +655,9 @@ def validate(cfg: Config) -> Config:
     if not bad and cfg.method.aes_bank == 'after' and cfg.optim.accum_steps > 1:
         bad.append(f"method.aes_bank='after' needs optim.accum_steps=1, got {cfg.optim.accum_steps} "
                    "(the bank changes once per optimiser step, after the last micro-batch's AES)")
+    if not bad and cfg.model.backbone in DINOV2 and any(s % 14 for s in cfg.data.crop_size):
+        bad.append(f"data.crop_size={tuple(cfg.data.crop_size)!r} must be multiples of 14 for "
+                   f"model.backbone={cfg.model.backbone} (the ViT's 14-pixel patches), e.g. (518, 518)")
     if not bad: bad += _method_checks(cfg.method)
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
@@ -661,11 +668,15 @@ _AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part
                      f"method.{part}=true")
 _SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
+_RESNET = (lambda c: c.model.backbone not in DINOV2), 'model.backbone=resnet*'
 USED_WHEN = {
     'eval.window': _SLIDING, 'eval.stride': _SLIDING,
     'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
     'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
+    **{f'model.{k}': _RESNET for k in ('output_stride', 'deep_stem', 'aux', 'aux_weight', 'dropout', 'head_channels',
+                                       'sync_bn')},
+    'model.lock_backbone': ((lambda c: c.model.backbone in DINOV2), 'model.backbone=dinov2_*'),
     'method.gamma': _AEL('dr'), 'method.beta': _AEL('aes'), 'method.aes_source': _AEL('aes'),
     **{f'method.{k}': _AEL('acm') for k in ('r_star', 'acm_exclude', 'acm_stride', 'acm_min_area', 'acm_targets')},
     **{f'method.{k}': _AEL('acp') for k in ('k', 'cp_prob', 'cp_scale', 'cp_sqrt', 'cp_exclude')},

@@ -35,7 +35,7 @@ WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001',
 # %% ../nbs/14a_paper.ipynb #ff8c6544
 _V2_COMMON = ['method.name=unimatch_v2', 'method.teacher=ema', 'method.ema_decay=0.996', 'method.conf_thresh=0.95',
               'optim.optimizer=adamw', 'optim.lr=5e-6', 'optim.head_lr_mult=40', 'optim.weight_decay=0.01',
-              'optim.lr_lag=1', 'model.aux=false', 'model.pretrained=auto']
+              'optim.lr_lag=1', 'model.backbone=dinov2_s', 'model.pretrained=auto']
 def unimatch_v2_iters(n_unlabeled: int, epochs: int, per_gpu: int, gpus: int = 4) -> int:
     "V2's schedule in steps: epochs x its unlabeled loader's length (a `DistributedSampler` over `gpus`, drop_last)."
     return epochs * (-(-n_unlabeled // gpus) // per_gpu)
@@ -49,7 +49,7 @@ UNIMATCH_V2 = dict(
     cityscapes=_V2_COMMON + [_v2_iters['cityscapes'], 'data.crop_size=798', 'data.batch_size=8', 'optim.sup_loss=ohem',
                              'optim.ohem_min_kept=200000', 'eval.window=798', 'eval.stride=532'],
     ade20k=_V2_COMMON + [_v2_iters['ade20k'], 'data.crop_size=518', 'data.batch_size=8', 'optim.sup_loss=ce',
-                         'eval.protocol=whole'])
+                         'eval.protocol=whole', 'model.lock_backbone=false'])
 
 # %% ../nbs/14a_paper.ipynb #9cb1feb4
 @dataclass(frozen=True)
@@ -188,9 +188,9 @@ V2_DIFFERENCES = (
         'the rate of step i (`optim.lr_lag=0`); the presets take the code\'s (1)'),
     Difference('schedule length', ('optim.iters',), 'epochs over the unlabeled images',
         'len(unlabeled loader) x epochs, per split', 'steps; the presets count them for one split each'),
-    Difference('ADE20K backbone', (), 'not said',
+    Difference('ADE20K backbone', ('model.lock_backbone',), 'not said',
         'configs/ade20k.yaml ships lock_backbone true; its logged runs: false',
-        'trained, as in the logged runs (`18d_unimatch_v2`)', 'none: the logged side'),
+        'trained, as in the logged runs (`18d_unimatch_v2`)'),
     Difference('precision', ('optim.amp',), 'not said', 'fp32', "bf16 autocast where native ('auto')"),
     Difference('CutMix boxes', (), '-', 'a host loop per image (numpy), redrawn until the box fits',
         '512 tries per image on the device, the first that fits: the same law unless all miss (< 1e-13)', 'the draws'),

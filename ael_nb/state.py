@@ -16,6 +16,7 @@ from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_sav
 from .config import RUN_KEYS, WEIGHTS_FREE, Config, OptimConfig, to_dict, from_dict, get_config, config_diff
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
+from .dpt import DINOV2, DPT
 from .teacher import make_teacher
 from .cutmix import ClassTable
 from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
@@ -74,7 +75,8 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
     num_classes = data.info.num_classes
     student = build_model(num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem, cfg.model.aux,
                           cfg.model.pretrained, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels,
-                          checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic).to(device)
+                          checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic,
+                          lock_backbone=cfg.model.lock_backbone).to(device)
     if cfg.model.channels_last: student = student.to(memory_format=torch.channels_last)
     teacher = make_teacher(student) if cfg.method.name != 'supervised' else None
     if cfg.model.compile:
@@ -232,8 +234,9 @@ def load_model(path,                 # a checkpoint written by `train`
     if which == 'auto': which = 'teacher' if ck.get('teacher') is not None else 'student'
     if which not in ('teacher', 'student'): raise ValueError(f"which={which!r}: choose 'teacher', 'student' or 'auto'")
     if ck.get(which) is None: raise DataError(path, f"holds no {which} (a {cfg.method.name!r} run); use the student")
-    model = DeepLabV3Plus(info.num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem,
-                          cfg.model.aux, None, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels)
+    model = (DPT(info.num_classes, cfg.model.backbone) if cfg.model.backbone in DINOV2 else
+             DeepLabV3Plus(info.num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem,
+                           cfg.model.aux, None, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels))
     load_weights(model, ck[which], path, ck['config'])
     return model.to(device).eval(), info, cfg, which
 
