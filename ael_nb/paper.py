@@ -199,6 +199,8 @@ V2_DIFFERENCES = (
     Difference('unlabeled loss denominator', (), '-', '`.sum().item()`: a host sync; 0 pixels divide by 0',
         'on the device, at least 1', 'a batch of padding only'),
     Difference('EMA of integer buffers', (), '-', 'averaged, then truncated', 'copied', 'none: DPT has no BatchNorm'),
+    Difference('AdamW kernel', (), '-', "torch's default (foreach): each step counter read to the host",
+        'fused: the counters stay on the device', 'rounding of the update'),
 )
 
 # %% ../nbs/14a_paper.ipynb #33367200

@@ -62,7 +62,8 @@ def make_optimizer(student: nn.Module, o: OptimConfig) -> torch.optim.Optimizer:
                    name='backbone'),
               dict(params=[p for n, p in m.named_parameters() if 'backbone' not in n], lr=o.lr * o.head_lr_mult,
                    lr_mult=o.head_lr_mult, name='head')]
-    return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay)
+    fused = next(m.parameters()).device.type in ('cpu', 'cuda')   # the step counters stay on the device: no host read
+    return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay, fused=fused)
 
 def make_scheduler(opt: torch.optim.Optimizer, o: OptimConfig) -> torch.optim.lr_scheduler.LambdaLR:
     "The poly schedule on every group; step i at the rate of step i - `lr_lag` (V2's code sets it after the step)."
