@@ -652,6 +652,9 @@ def validate(cfg: Config) -> Config:
     if not bad and cfg.model.backbone in DINOV2 and any(s % 14 for s in cfg.data.crop_size):
         bad.append(f"data.crop_size={tuple(cfg.data.crop_size)!r} must be multiples of 14 for "
                    f"model.backbone={cfg.model.backbone} (the ViT's 14-pixel patches), e.g. (518, 518)")
+    if not bad and cfg.model.backbone in DINOV2 and framework(cfg.method) == 'unimatch':
+        bad.append(f"method unimatch perturbs DeepLabv3+'s features (fp), which model.backbone={cfg.model.backbone} "
+                   "does not have: its DPT perturbs by complementary channel dropout (UniMatch V2)")
     if not bad: bad += _method_checks(cfg.method)
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
