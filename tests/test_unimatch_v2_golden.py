@@ -36,7 +36,7 @@ def test_kit_matches_v2(name):
 
 def test_the_figures_tell_the_position_resize_apart(monkeypatch):
     "timm's resize (to the size, anti-aliased) keeps the 37x37 figures and misses the 20x30 ones."
-    def timm_like(pos_embed, h, w, offset=0.1, dtype=None):
+    def timm_like(pos_embed, h, w, offset=0.1, dtype=None, deterministic=False):
         if h * w == pos_embed.shape[1] - 1 and h == w: return pos_embed
         D = pos_embed.shape[2]
         grid = pos_embed[:, 1:].reshape(1, 37, 37, D).permute(0, 3, 1, 2)
