@@ -68,7 +68,7 @@ class ModelConfig:
     dropout: float = 0.1                    # dropout before the classifier
     head_channels: int = 256                # channels of the ASPP and the decoder (DeepLabv3+ and the paper: 256)
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
-    # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward a step)
+    # recompute each ResNet or ViT block's activations in the backward pass (less memory, one more backbone forward)
     checkpointing: bool = False
     # NHWC memory format (faster convolutions; same numbers up to rounding, dropout masks aside); auto: on CUDA, and
     # on a CPU under bf16 (`ael_nb.core.resolve_channels_last`)
