@@ -59,12 +59,33 @@ def kit_forward(seed: int, size: list, batch: int = 2, comp_drop: bool = False, 
     torch.manual_seed(drop_seed)
     with torch.no_grad(): return summary(m(x, comp_drop=comp_drop)['out'])
 
+GRAD_KEYS = ('backbone.pos_embed', 'backbone.patch_embed.proj.weight', 'backbone.blocks.0.attn.qkv.weight',
+             'backbone.blocks.3.ls2.gamma', 'head.resize_layers.0.weight', 'head.scratch.refinenet1.resConfUnit1.conv1.weight',
+             'head.scratch.output_conv.2.weight')
+
+def grads(named: dict) -> dict:
+    "The gradients of `GRAD_KEYS`, each as log10 of its mean |g| and 8 seeded values over that mean (relative figures)."
+    out = {}
+    for k in GRAD_KEYS:
+        g = named[k].grad.detach().double().flatten()
+        mean, idx = g.abs().mean(), torch.randint(0, g.numel(), (8,), generator=torch.Generator().manual_seed(0))
+        out[k] = dict(shape=list(named[k].grad.shape), log10_abs_mean=round(mean.log10().item(), 7),
+                      values=[round(v, 7) for v in (g[idx] / mean).tolist()])
+    return out
+
+def kit_grad(seed: int, size: list, batch: int = 2, comp_drop: bool = False, drop_seed: int = 0) -> dict:
+    "The kit's gradients of mean(logits^2) in training mode, at every parameter of `GRAD_KEYS`."
+    m, x = kit_model(seed).train(), image(seed + 1, batch, *size)
+    torch.manual_seed(drop_seed)
+    m(x, comp_drop=comp_drop)['out'].square().mean().backward()
+    return grads(dict(m.named_parameters()))
+
 def kit_masks(bs: int, dim: int, seed: int) -> list:
     "The kit's complementary masks drawn from the global CPU generator seeded with `seed`."
     torch.manual_seed(seed)
     return complementary_dropout_masks(bs, dim).to(torch.int8).tolist()
 
-KIT = dict(forward=kit_forward, masks=kit_masks)
+KIT = dict(forward=kit_forward, grad=kit_grad, masks=kit_masks)
 
 CASES = [  # (name, function, inputs, tolerance, what)
     ('forward_37x37', 'forward', dict(seed=0, size=[518, 518]), 1e-4,
@@ -73,6 +94,8 @@ CASES = [  # (name, function, inputs, tolerance, what)
      'logits at a 20x30 grid (280x420): position embeddings resized by (n + 0.1) / 37, bicubic, no anti-aliasing'),
     ('comp_drop_20x30', 'forward', dict(seed=2, size=[280, 420], batch=4, comp_drop=True, drop_seed=5), 1e-4,
      "logits of one forward of two 'views' of two images with complementary channel dropout (comp_drop=True)"),
+    ('grad_20x30', 'grad', dict(seed=4, size=[280, 420], batch=4, comp_drop=True, drop_seed=6), 1e-4,
+     'training mode, complementary dropout: gradients of mean(logits^2), position embeddings and ViT to the classifier'),
     ('masks', 'masks', dict(bs=8, dim=32, seed=3), 0,
      'the complementary dropout masks V2 multiplies the four feature maps by, same seed'),
 ]
@@ -123,6 +146,12 @@ def v2_forward(V2, seed: int, size: list, batch: int = 2, comp_drop: bool = Fals
     torch.manual_seed(drop_seed)
     with torch.no_grad(), cpu_cuda(): return summary(m(x, comp_drop=comp_drop))
 
+def v2_grad(V2, seed: int, size: list, batch: int = 2, comp_drop: bool = False, drop_seed: int = 0) -> dict:
+    m, x = v2_model(V2, seed).train(), image(seed + 1, batch, *size)
+    torch.manual_seed(drop_seed)
+    with cpu_cuda(): m(x, comp_drop=comp_drop).square().mean().backward()
+    return grads(dict(m.named_parameters()))
+
 def v2_masks(V2, bs: int, dim: int, seed: int) -> list:
     "V2's masks, read off its forward: feature maps of ones come to the head as the masks themselves."
     m, seen = V2.DPT.__new__(V2.DPT), []
@@ -135,7 +164,7 @@ def v2_masks(V2, bs: int, dim: int, seed: int) -> list:
     assert all(torch.equal(f, seen[0][0]) for f in seen[0]), 'one mask for all four maps'
     return seen[0][0].to(torch.int8).tolist()
 
-V2_SIDE = dict(forward=v2_forward, masks=v2_masks)
+V2_SIDE = dict(forward=v2_forward, grad=v2_grad, masks=v2_masks)
 
 # ---------------------------------------------------------------- figures
 def compare(kit, ref, tol: float, path: str = '') -> list[str]:
