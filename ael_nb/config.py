@@ -68,7 +68,7 @@ class ModelConfig:
     dropout: float = 0.1                    # dropout before the classifier
     head_channels: int = 256                # channels of the ASPP and the decoder (DeepLabv3+ and the paper: 256)
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
-    # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward a step)
+    # recompute each ResNet or ViT block's activations in the backward pass (less memory, one more backbone forward)
     checkpointing: bool = False
     # NHWC memory format (faster convolutions; same numbers up to rounding, dropout masks aside); auto: on CUDA, and
     # on a CPU under bf16 (`ael_nb.core.resolve_channels_last`)
@@ -658,6 +658,9 @@ def validate(cfg: Config) -> Config:
     if not bad and cfg.model.backbone in DINOV2 and any(s % 14 for s in cfg.data.crop_size):
         bad.append(f"data.crop_size={tuple(cfg.data.crop_size)!r} must be multiples of 14 for "
                    f"model.backbone={cfg.model.backbone} (the ViT's 14-pixel patches), e.g. (518, 518)")
+    if not bad and cfg.model.backbone in DINOV2 and framework(cfg.method) == 'unimatch':
+        bad.append(f"method unimatch perturbs DeepLabv3+'s features (fp), which model.backbone={cfg.model.backbone} "
+                   "does not have: its DPT perturbs by complementary channel dropout (UniMatch V2)")
     if not bad: bad += _method_checks(cfg.method)
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg

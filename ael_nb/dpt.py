@@ -10,12 +10,14 @@ from typing import NamedTuple
 import torch
 from torch import nn
 import torch.nn.functional as F
+from functools import lru_cache
 from torch.utils.checkpoint import checkpoint
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['PATCH', 'GRID', 'DINOV2', 'ViTSize', 'interpolate_pos_embed', 'LayerScale', 'Mlp', 'Attention', 'Block', 'DinoViT',
-           'ResidualConvUnit', 'FusionBlock', 'DPTHead', 'complementary_dropout_masks', 'DPT']
+__all__ = ['PATCH', 'GRID', 'DINOV2', 'ViTSize', 'resize_matrix', 'resize', 'interpolate_pos_embed', 'LayerScale', 'Mlp',
+           'Attention', 'Block', 'DinoViT', 'ResidualConvUnit', 'FusionBlock', 'DPTHead', 'complementary_dropout_masks',
+           'DPT']
 
 # %% ../nbs/05a_dinov2_dpt.ipynb #a792f09d
 PATCH, GRID = 14, 37   # DINOv2's patch size, and its position grid (518 / 14)
@@ -40,23 +42,51 @@ DINOV2 = dict(
     dinov2_l=ViTSize(1024, 24, 16, (4, 11, 17, 23), 256, (256, 512, 1024, 1024), _meta_url('l')),
 )
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #8bb59ebb
+# %% ../nbs/05a_dinov2_dpt.ipynb #c4b8251d
+@lru_cache(maxsize=128)
+def resize_matrix(n_in: int, n_out: int, mode: str = 'bilinear', align_corners: bool = True,
+                  scale: float|None = None,  # the scale factor `F.interpolate` is given (None: the size)
+                  device=None, dtype=torch.float32,
+                 ) -> torch.Tensor:         # [n_out, n_in] (cached: do not modify)
+    "The weights `F.interpolate` gives one axis resized from `n_in` to `n_out` samples, read off the identity."
+    eye = torch.eye(n_in, dtype=torch.float64, device=device)[:, None, :, None]
+    size = dict(scale_factor=(scale, 1.0)) if scale is not None else dict(size=(n_out, 1))
+    with torch.no_grad(): A = F.interpolate(eye, mode=mode, align_corners=align_corners, **size)[:, 0, :, 0].T
+    assert A.shape == (n_out, n_in), f"{mode} by {scale} gives {A.shape[0]} samples, not {n_out}"
+    return A.to(dtype)
+
+# %% ../nbs/05a_dinov2_dpt.ipynb #565478ed
+def resize(x: torch.Tensor, size,  # [B, C, H, W] -> [B, C, *size]
+           mode: str = 'bilinear', align_corners: bool = True,
+           scale=None,                  # (sh, sw): resize by these factors (DINOv2's position grid), else to `size`
+           deterministic: bool = False, # two matrix products (a deterministic backward on CUDA), else `F.interpolate`
+          ) -> torch.Tensor:
+    "`F.interpolate` without anti-aliasing, or the same resize as products with `resize_matrix`."
+    if not deterministic:
+        return F.interpolate(x, mode=mode, align_corners=align_corners,
+                             **(dict(scale_factor=scale) if scale is not None else dict(size=tuple(size))))
+    (H, W), (h, w), (sh, sw) = x.shape[-2:], size, scale if scale is not None else (None, None)
+    return (resize_matrix(H, h, mode, align_corners, sh, x.device, x.dtype) @ x
+            @ resize_matrix(W, w, mode, align_corners, sw, x.device, x.dtype).T)
+
+# %% ../nbs/05a_dinov2_dpt.ipynb #c69c61b7
 def interpolate_pos_embed(pos_embed: torch.Tensor,  # [1, 1 + n*n, D]: class token, then an n x n grid
                           h: int, w: int,           # the patch grid of the input
                           offset: float = 0.1,      # DINOv2's `interpolate_offset`
                           dtype=None,               # of the result when resized (V2: the tokens'); None: unchanged
+                          deterministic: bool = False,  # resize by matrix products (`resize`)
                          ) -> torch.Tensor:         # [1, 1 + h*w, D]
     "The position embeddings for an `h x w` patch grid, resized as DINOv2's `interpolate_pos_encoding`."
     N, D = pos_embed.shape[1] - 1, pos_embed.shape[2]
     if h * w == N and h == w: return pos_embed
     n, pe = math.sqrt(N), pos_embed.float()
-    grid = F.interpolate(pe[:, 1:].reshape(1, int(n), int(n), D).permute(0, 3, 1, 2),
-                         scale_factor=((h + offset) / n, (w + offset) / n), mode='bicubic', antialias=False)
+    grid = resize(pe[:, 1:].reshape(1, int(n), int(n), D).permute(0, 3, 1, 2), (h, w), 'bicubic', False,
+                  ((h + offset) / n, (w + offset) / n), deterministic)
     assert grid.shape[-2:] == (h, w), f"position grid {tuple(grid.shape[-2:])} for a {h}x{w} patch grid"
     out = torch.cat([pe[:, :1], grid.permute(0, 2, 3, 1).reshape(1, h * w, D)], 1)
     return out.to(dtype or pos_embed.dtype)
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #ac917120
+# %% ../nbs/05a_dinov2_dpt.ipynb #d290f0db
 class LayerScale(nn.Module):
     "x * gamma, one learned factor per channel (DINOv2's `ls1`, `ls2`)."
     def __init__(self, dim: int, init: float = 1.0):  # V2 builds DINOv2 with `init_values=1.0`
@@ -73,7 +103,7 @@ class Mlp(nn.Module):
 
     def forward(self, x): return self.fc2(self.act(self.fc1(x)))
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #2c52e83e
+# %% ../nbs/05a_dinov2_dpt.ipynb #7f567d3e
 class Attention(nn.Module):
     "Multi-head self-attention with a fused `qkv` projection (DINOv2's `Attention`), by `scaled_dot_product_attention`."
     def __init__(self, dim: int, heads: int):
@@ -85,7 +115,7 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
         return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, N, C))
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #1174ebc4
+# %% ../nbs/05a_dinov2_dpt.ipynb #5de0dd60
 class Block(nn.Module):
     "x + ls1(attn(norm1(x))), then x + ls2(mlp(norm2(x))) (DINOv2's block without drop path, as V2 runs it)."
     def __init__(self, dim: int, heads: int, mlp_ratio: float = 4.0):
@@ -97,12 +127,13 @@ class Block(nn.Module):
         x = x + self.ls1(self.attn(self.norm1(x)))
         return x + self.ls2(self.mlp(self.norm2(x)))
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #831b7ab7
+# %% ../nbs/05a_dinov2_dpt.ipynb #c4474566
 class DinoViT(nn.Module):
     "Meta's DINOv2 ViT (patch 14, class token, layer scale, 37x37 position grid, no registers)."
     def __init__(self, dim: int = 384, depth: int = 12, heads: int = 6,  # ViT-S; see `DINOV2`
                  mlp_ratio: float = 4.0,
-                 checkpointing: bool = False):  # training: recompute each block in the backward pass
+                 checkpointing: bool = False,  # training: recompute each block in the backward pass
+                 deterministic: bool = False): # resize the position grid by matrix products (`resize`)
         super().__init__()
         self.patch_embed = nn.Module()
         self.patch_embed.proj = nn.Conv2d(3, dim, PATCH, PATCH)
@@ -110,7 +141,7 @@ class DinoViT(nn.Module):
         self.pos_embed = nn.Parameter(torch.zeros(1, 1 + GRID * GRID, dim))
         self.blocks = nn.ModuleList([Block(dim, heads, mlp_ratio) for _ in range(depth)])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
-        self.embed_dim, self.checkpointing = dim, checkpointing
+        self.embed_dim, self.checkpointing, self.deterministic = dim, checkpointing, deterministic
         nn.init.trunc_normal_(self.pos_embed, std=0.02); nn.init.normal_(self.cls_token, std=1e-6)
         for m in self.blocks.modules():
             if isinstance(m, nn.Linear): nn.init.trunc_normal_(m.weight, std=0.02); nn.init.zeros_(m.bias)
@@ -120,7 +151,7 @@ class DinoViT(nn.Module):
         h, w = x.shape[-2] // PATCH, x.shape[-1] // PATCH
         t = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
         t = torch.cat([self.cls_token.expand(len(t), -1, -1), t], 1)
-        return t + interpolate_pos_embed(self.pos_embed, h, w, dtype=t.dtype)
+        return t + interpolate_pos_embed(self.pos_embed, h, w, dtype=t.dtype, deterministic=self.deterministic)
 
     def get_intermediate_layers(self, x, idx) -> tuple:      # each [B, h*w, dim]
         "The normed patch tokens after each block in `idx` (in block order), as V2 calls DINOv2's."
@@ -131,7 +162,7 @@ class DinoViT(nn.Module):
             if i in idx: out.append(self.norm(t)[:, 1:])
         return tuple(out)
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #ab1959e4
+# %% ../nbs/05a_dinov2_dpt.ipynb #847ca00f
 class ResidualConvUnit(nn.Module):
     "x + conv2(relu(conv1(relu(x)))), 3x3 convolutions with bias (V2's `ResidualConvUnit` without BatchNorm)."
     def __init__(self, features: int):
@@ -141,12 +172,14 @@ class ResidualConvUnit(nn.Module):
 
     def forward(self, x): return x + self.conv2(F.relu(self.conv1(F.relu(x))))
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #acfbae46
+# %% ../nbs/05a_dinov2_dpt.ipynb #c8956fb6
 class FusionBlock(nn.Module):
     "DPT's fusion: (x + rcu1(skip)) -> rcu2 -> bilinear to `size` or 2x (`align_corners`) -> 1x1 conv."
     def __init__(self, features: int,
-                 skip: bool = True):  # the coarsest block has no skip input, hence no `resConfUnit1`
+                 skip: bool = True,            # the coarsest block has no skip input, hence no `resConfUnit1`
+                 deterministic: bool = False): # upsample by matrix products (`resize`)
         super().__init__()
+        self.deterministic = deterministic
         if skip: self.resConfUnit1 = ResidualConvUnit(features)
         self.resConfUnit2 = ResidualConvUnit(features)
         self.out_conv = nn.Conv2d(features, features, 1)
@@ -154,16 +187,17 @@ class FusionBlock(nn.Module):
     def forward(self, x, skip=None, size=None):
         if skip is not None: x = x + self.resConfUnit1(skip)
         x = self.resConfUnit2(x)
-        x = F.interpolate(x, **(dict(size=size) if size is not None else dict(scale_factor=2)), mode='bilinear',
-                          align_corners=True)
+        size, scale = (size, None) if size is not None else ((2 * x.shape[-2], 2 * x.shape[-1]), (2, 2))
+        x = resize(x, size, scale=scale, deterministic=self.deterministic)
         return self.out_conv(x)
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #325db671
+# %% ../nbs/05a_dinov2_dpt.ipynb #28e42805
 class DPTHead(nn.Module):
     "V2's DPT head: four token maps of an `h x w` patch grid -> logits at 8h x 8w."
     def __init__(self, num_classes: int, dim: int,  # classes, and the ViT's width
                  features: int = 64,                # fusion width (V2: 64 S, 128 B, 256 L)
-                 out_channels=(48, 96, 192, 384)):  # projection widths of the four maps
+                 out_channels=(48, 96, 192, 384),   # projection widths of the four maps
+                 deterministic: bool = False):      # upsample by matrix products (`resize`)
         super().__init__()
         c = out_channels
         self.projects = nn.ModuleList([nn.Conv2d(dim, ci, 1) for ci in c])
@@ -172,7 +206,7 @@ class DPTHead(nn.Module):
         self.scratch = nn.Module()
         for i, ci in enumerate(c, 1):
             setattr(self.scratch, f'layer{i}_rn', nn.Conv2d(ci, features, 3, padding=1, bias=False))
-            setattr(self.scratch, f'refinenet{i}', FusionBlock(features, skip=i < 4))
+            setattr(self.scratch, f'refinenet{i}', FusionBlock(features, i < 4, deterministic))
         self.scratch.output_conv = nn.Sequential(nn.Conv2d(features, features, 3, padding=1), nn.ReLU(True),
                                                  nn.Conv2d(features, num_classes, 1))
 
@@ -186,7 +220,7 @@ class DPTHead(nn.Module):
         x = s.refinenet2(x, l2, size=l1.shape[2:])
         return s.output_conv(s.refinenet1(x, l1))
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #62abf481
+# %% ../nbs/05a_dinov2_dpt.ipynb #1cf6e4ba
 def complementary_dropout_masks(bs: int,   # batch size: two views of bs // 2 images, second view second
                                 dim: int,  # channels (the ViT's width)
                                 device=None, generator: torch.Generator|None = None,
@@ -201,19 +235,20 @@ def complementary_dropout_masks(bs: int,   # batch size: two views of bs // 2 im
     m1[kept] = 1.0; m2[kept] = 1.0
     return torch.cat([m1, m2])
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #99825fa2
+# %% ../nbs/05a_dinov2_dpt.ipynb #93895d5e
 class DPT(nn.Module):
     "UniMatch V2's segmenter, a DINOv2 ViT and a DPT head; `forward(x)` -> dict(out=logits at x's size)."
     def __init__(self, num_classes: int,
                  arch: str = 'dinov2_s',        # a key of `DINOV2`
                  checkpointing: bool = False,   # training: recompute each ViT block in the backward pass
-                 lock_backbone: bool = False):  # freeze the ViT (V2's `lock_backbone`)
+                 lock_backbone: bool = False,   # freeze the ViT (V2's `lock_backbone`)
+                 deterministic: bool = False):  # every resize by matrix products (`resize`; `run.deterministic`)
         super().__init__()
         if arch not in DINOV2: raise ValueError(f"arch {arch!r}: expected one of {list(DINOV2)}")
         s = DINOV2[arch]
-        self.backbone = DinoViT(s.dim, s.depth, s.heads, checkpointing=checkpointing)
-        self.head = DPTHead(num_classes, s.dim, s.features, s.out_channels)
-        self.arch, self.layers, self.num_classes = arch, s.layers, num_classes
+        self.backbone = DinoViT(s.dim, s.depth, s.heads, checkpointing=checkpointing, deterministic=deterministic)
+        self.head = DPTHead(num_classes, s.dim, s.features, s.out_channels, deterministic)
+        self.arch, self.layers, self.num_classes, self.deterministic = arch, s.layers, num_classes, deterministic
         if lock_backbone: self.lock_backbone()
 
     def lock_backbone(self):
@@ -224,9 +259,7 @@ class DPT(nn.Module):
 
     def head_parameters(self): return self.head.parameters()
 
-# %% ../nbs/05a_dinov2_dpt.ipynb #e3016cc3
-def _resized(x, size): return F.interpolate(x, size, mode='bilinear', align_corners=True)
-
+# %% ../nbs/05a_dinov2_dpt.ipynb #60506314
 @patch
 def forward(self: DPT, x,
              comp_drop: bool = False,  # V2's complementary channel dropout (`complementary_dropout_masks`)
@@ -236,10 +269,10 @@ def forward(self: DPT, x,
                             "perturbs by complementary channel dropout (comp_drop=True)")
     H, W = x.shape[-2:]
     h, w = max(1, int(H / PATCH + 0.5)), max(1, int(W / PATCH + 0.5))   # V2's evaluate(multiplier=14)
-    if (H, W) != (h * PATCH, w * PATCH): x = _resized(x, (h * PATCH, w * PATCH))
+    if (H, W) != (h * PATCH, w * PATCH): x = resize(x, (h * PATCH, w * PATCH), deterministic=self.deterministic)
     feats = self.backbone.get_intermediate_layers(x, self.layers)
     if comp_drop:
         mask = complementary_dropout_masks(len(x), feats[0].shape[-1], x.device, generator)[:, None]
         feats = [f * mask for f in feats]
-    out = _resized(self.head(feats, h, w), (h * PATCH, w * PATCH))
-    return dict(out=out if out.shape[-2:] == (H, W) else _resized(out, (H, W)))
+    out = resize(self.head(feats, h, w), (h * PATCH, w * PATCH), deterministic=self.deterministic)
+    return dict(out=out if out.shape[-2:] == (H, W) else resize(out, (H, W), deterministic=self.deterministic))

@@ -217,7 +217,7 @@ def build_model(num_classes: int,            # number of classes
                       f"{start}", stacklevel=2)
     lock = kwargs.pop('lock_backbone', False)
     if backbone in DINOV2:   # the ResNet settings (output stride, stem, aux, dropout, head channels) do not apply
-        m = DPT(num_classes, backbone, kwargs.get('checkpointing', False), lock)
+        m = DPT(num_classes, backbone, kwargs.get('checkpointing', False), lock, kwargs.get('deterministic', False))
         if not _scratch(pretrained): load_pretrained(m, pretrained)
         return m
     if lock: raise ValueError(f"lock_backbone freezes a DINOv2 ViT (model.backbone=dinov2_*), not {backbone}")

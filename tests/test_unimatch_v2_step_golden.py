@@ -1,6 +1,6 @@
 """The kit's `unimatch_v2_step` against UniMatch V2's code (LiheYoung/UniMatch-V2 f6afb4d): `tests/golden/
 unimatch_v2_step.json` holds what the body of V2's training loop computed for 3 steps from the start and 3 from step
-400 (written by `tools/unimatch_v2_golden.py`, which runs V2's checkout); here the kit recomputes them from the same
+400 (written by `tools/unimatch_v2_step_golden.py`, which runs V2's checkout); here the kit recomputes them from the same
 seeds and must agree: the three losses, both AdamW groups' learning rates, the student's and the EMA teacher's
 weights. With `AEL_UNIMATCH_V2_REPO` set to a checkout the figures are also regenerated from V2's code."""
 import importlib.util, json, os
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location('unimatch_v2_golden', ROOT/'tools'/'unimatch_v2_golden.py')
+_spec = importlib.util.spec_from_file_location('unimatch_v2_step_golden', ROOT/'tools'/'unimatch_v2_step_golden.py')
 vg = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(vg)
 GOLDEN = json.loads(vg.GOLDEN.read_text())
 V2_REPO = os.environ.get('AEL_UNIMATCH_V2_REPO')

@@ -1,200 +1,215 @@
-"""Golden figures of UniMatch V2's training step: run the body of the loop in V2's `unimatch_v2.py` (inside its
-`main()`, read from a checkout and executed with `.cuda()` patched out) for 3 iterations, and write what it computed to
-`tests/golden/unimatch_v2_step.json`; `tests/test_unimatch_v2_step_golden.py` holds the kit's `unimatch_v2_step` to
-those figures on every run, without V2's code.
+"""Golden figures from UniMatch V2's code: run V2's DPT (DINOv2 + DPT head) and the kit's `ael_nb.dpt.DPT` with the same
+weights on the same seeded inputs, and write what V2's code returned to `tests/golden/unimatch_v2.json`;
+`tests/test_unimatch_v2_golden.py` holds the kit to those figures on every run, without V2's code.
 
-    python tools/unimatch_v2_golden.py --v2-repo /path/to/UniMatch-V2 [--out tests/golden/unimatch_v2_step.json]
+    python tools/unimatch_v2_golden.py --v2-repo /path/to/UniMatch-V2 [--out tests/golden/unimatch_v2.json]
 
-Both sides train the same tiny network (`StandIn`: V2's model interface, its complementary dropout copied from V2's
-`model/semseg/dpt.py` onto a conv feature map; the DINOv2 + DPT network itself has its own golden test) from the same
-seeded weights on the same seeded inputs: labeled images and labels, weak and two strong views, padding, the two
-CutMix boxes, and the same global seed before each step, so that the dropout masks agree. Equal: the three losses,
-the learning rates of both AdamW groups, and the student's and the EMA teacher's weights after each step."""
+`--v2-repo` is a git checkout of LiheYoung/UniMatch-V2, or its bare git directory (then its `model/` folder is
+extracted to a temporary folder): the figures name its commit. V2's modules are imported from there (never copied
+here); `Tensor.cuda` is the identity while they run (V2 moves its dropout masks with `.cuda()`). Both sides are a
+random-init tiny ViT (4 blocks of 32 dimensions, 2 heads, every block feeding the head) and a small DPT head, filled
+from one seeded state dict (`weights`). Each case names its inputs (seeds), its tolerance and what it checks;
+`KIT[function](**inputs)` recomputes the kit's side."""
 from __future__ import annotations
-import argparse, ast, contextlib, json, subprocess, sys, time, warnings
-from copy import deepcopy
+import argparse, contextlib, importlib, subprocess, sys, tarfile, io, tempfile, time, json
+from functools import partial
 from pathlib import Path
 import torch
-from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
-from ael_nb.config import get_config
-from ael_nb.conf_bank import ConfidenceBank
-from ael_nb.state import TrainState, make_optimizer, make_scheduler
-from ael_nb.teacher import make_teacher, ema_update
-from ael_nb.unimatch_v2 import v2_boxes
-import ael_nb.unimatch_v2 as kit_v2
+from ael_nb.dpt import DPT, DINOV2, complementary_dropout_masks
 
-GOLDEN = ROOT/'tests'/'golden'/'unimatch_v2_step.json'
-V2_COMMIT = 'f6afb4dfca2d9dcbcee2307e97717954ca75c0ba'
-SETTING = dict(classes=5, batch=4, size=28, iters=3, epoch_len=40, lr=1e-3, lr_multi=40.0, conf_thresh=0.3, seed=0)
-# 3 steps from the start (the EMA's warm-up, the lr's first steps) and from step 400 of 800 (decay capped at 0.996)
-CASES = dict(start=dict(epoch=0, epochs=1), late=dict(epoch=10, epochs=20))
-TOL = 1e-5
+GOLDEN = ROOT/'tests'/'golden'/'unimatch_v2.json'
+V2_URL = 'https://github.com/LiheYoung/UniMatch-V2'
+TINY = DINOV2['dinov2_tiny']
+NUM_CLASSES = 5
 
-class StandIn(nn.Module):
-    "V2's model interface on a conv: `.backbone`, `lock_backbone()`, forward(x, comp_drop) with dpt.py's dropout."
-    def __init__(self, num_classes: int, dim: int = 8, dict_out: bool = True):
-        super().__init__()
-        self.backbone, self.head = nn.Conv2d(3, dim, 3, padding=1), nn.Conv2d(dim, num_classes, 1)
-        self.binomial, self.dict_out = torch.distributions.binomial.Binomial(probs=0.5), dict_out
-    def lock_backbone(self): self.backbone.requires_grad_(False)
-    def forward(self, x, comp_drop=False):
-        f = self.backbone(x).relu()
-        if comp_drop:
-            bs, dim = len(f), f.shape[1]
-            m1 = self.binomial.sample((bs // 2, dim)) * 2.0; m2 = 2.0 - m1
-            kept = torch.randperm(bs // 2)[:int(bs // 2 * 0.5)]
-            m1[kept, :] = 1.0; m2[kept, :] = 1.0
-            f = f * torch.cat((m1, m2))[:, :, None, None]
-        out = self.head(f)
-        return {'out': out} if self.dict_out else out
+# ---------------------------------------------------------------- shared inputs (both sides)
+def weights(seed: int) -> dict:
+    "A seeded state dict for the kit's tiny DPT: weights ~ N(0, 1/fan_in), norms and layer scales ~ 1 + N(0, 0.1)."
+    g, out = torch.Generator().manual_seed(seed), {}
+    for k, v in DPT(NUM_CLASSES, 'dinov2_tiny').state_dict().items():
+        r = torch.randn(v.shape, generator=g)
+        if k.endswith('gamma') or ('norm' in k and k.endswith('weight')): out[k] = 1 + 0.1 * r
+        elif k.endswith('bias'): out[k] = 0.1 * r
+        elif k in ('backbone.pos_embed', 'backbone.cls_token'): out[k] = 0.5 * r
+        else: out[k] = r / (v[0].numel() ** 0.5)
+    return out
 
-def network(dict_out: bool) -> StandIn:
-    torch.manual_seed(SETTING['seed']); return StandIn(SETTING['classes'], dict_out=dict_out)
+def image(seed: int, b: int, h: int, w: int) -> torch.Tensor:
+    return torch.randn(b, 3, h, w, generator=torch.Generator().manual_seed(seed))
 
-def batch(it: int) -> dict:
-    "Iteration `it`'s inputs as V2's loaders give them (ignore_mask 255 on padding; boxes from V2's law)."
-    s = SETTING; g = torch.Generator().manual_seed(1000 + it)
-    B, C, H = s['batch'], s['classes'], s['size']
-    img = lambda: torch.randn(B, 3, H, H, generator=g)
-    mask_x = torch.randint(0, C, (B, H, H), generator=g); mask_x[:, :3] = 255
-    ignore = torch.zeros(B, H, H, dtype=torch.long); ignore[1, :, -5:] = 255
-    return dict(img_x=img(), mask_x=mask_x, img_u_w=img(), img_u_s1=img(), img_u_s2=img(), ignore_mask=ignore,
-                cutmix_box1=v2_boxes(B, H, H, g).long(), cutmix_box2=v2_boxes(B, H, H, g).long())
+def kit_model(seed: int) -> DPT:
+    m = DPT(NUM_CLASSES, 'dinov2_tiny').eval()
+    m.load_state_dict(weights(seed))
+    return m
 
-def _figures(student, teacher, lrs, losses) -> dict:
-    "What one step leaves: its losses, the rates it trained at, per-tensor sums of the student's and teacher's weights."
-    sums = lambda m: [[float(p.detach().double().sum()), float(p.detach().double().pow(2).sum())]
-                          for p in m.parameters()]
-    return dict(losses=losses, lr=lrs, student=sums(student), teacher=sums(teacher))
+def summary(t: torch.Tensor, n: int = 16) -> dict:
+    "Shape, mean, mean |x|, and `n` values at seeded positions of a float tensor."
+    flat = t.detach().double().flatten()
+    idx = torch.randint(0, flat.numel(), (n,), generator=torch.Generator().manual_seed(0))
+    return dict(shape=list(t.shape), mean=flat.mean().item(), abs_mean=flat.abs().mean().item(),
+                values=[round(v, 7) for v in flat[idx].tolist()])
+
+# ---------------------------------------------------------------- the kit's side
+def kit_forward(seed: int, size: list, batch: int = 2, comp_drop: bool = False, drop_seed: int = 0) -> dict:
+    "The kit's logits on a seeded batch (with complementary dropout: masks from the global generator at `drop_seed`)."
+    m, x = kit_model(seed), image(seed + 1, batch, *size)
+    torch.manual_seed(drop_seed)
+    with torch.no_grad(): return summary(m(x, comp_drop=comp_drop)['out'])
+
+GRAD_KEYS = ('backbone.pos_embed', 'backbone.patch_embed.proj.weight', 'backbone.blocks.0.attn.qkv.weight',
+             'backbone.blocks.3.ls2.gamma', 'head.resize_layers.0.weight', 'head.scratch.refinenet1.resConfUnit1.conv1.weight',
+             'head.scratch.output_conv.2.weight')
+
+def grads(named: dict) -> dict:
+    "The gradients of `GRAD_KEYS`, each as log10 of its mean |g| and 8 seeded values over that mean (relative figures)."
+    out = {}
+    for k in GRAD_KEYS:
+        g = named[k].grad.detach().double().flatten()
+        mean, idx = g.abs().mean(), torch.randint(0, g.numel(), (8,), generator=torch.Generator().manual_seed(0))
+        out[k] = dict(shape=list(named[k].grad.shape), log10_abs_mean=round(mean.log10().item(), 7),
+                      values=[round(v, 7) for v in (g[idx] / mean).tolist()])
+    return out
+
+def kit_grad(seed: int, size: list, batch: int = 2, comp_drop: bool = False, drop_seed: int = 0) -> dict:
+    "The kit's gradients of mean(logits^2) in training mode, at every parameter of `GRAD_KEYS`."
+    m, x = kit_model(seed).train(), image(seed + 1, batch, *size)
+    torch.manual_seed(drop_seed)
+    m(x, comp_drop=comp_drop)['out'].square().mean().backward()
+    return grads(dict(m.named_parameters()))
+
+def kit_masks(bs: int, dim: int, seed: int) -> list:
+    "The kit's complementary masks drawn from the global CPU generator seeded with `seed`."
+    torch.manual_seed(seed)
+    return complementary_dropout_masks(bs, dim).to(torch.int8).tolist()
+
+KIT = dict(forward=kit_forward, grad=kit_grad, masks=kit_masks)
+
+CASES = [  # (name, function, inputs, tolerance, what)
+    ('forward_37x37', 'forward', dict(seed=0, size=[518, 518]), 1e-4,
+     "logits at DINOv2's own 37x37 grid (518x518 input): position embeddings as stored"),
+    ('forward_20x30', 'forward', dict(seed=1, size=[280, 420]), 1e-4,
+     'logits at a 20x30 grid (280x420): position embeddings resized by (n + 0.1) / 37, bicubic, no anti-aliasing'),
+    ('comp_drop_20x30', 'forward', dict(seed=2, size=[280, 420], batch=4, comp_drop=True, drop_seed=5), 1e-4,
+     "logits of one forward of two 'views' of two images with complementary channel dropout (comp_drop=True)"),
+    ('grad_20x30', 'grad', dict(seed=4, size=[280, 420], batch=4, comp_drop=True, drop_seed=6), 1e-4,
+     'training mode, complementary dropout: gradients of mean(logits^2), position embeddings and ViT to the classifier'),
+    ('masks', 'masks', dict(bs=8, dim=32, seed=3), 0,
+     'the complementary dropout masks V2 multiplies the four feature maps by, same seed'),
+]
 
 # ---------------------------------------------------------------- V2's side
 @contextlib.contextmanager
-def no_cuda():
-    "`.cuda()` of tensors and modules returns them as they are (V2's code calls it everywhere)."
-    t, m = torch.Tensor.cuda, nn.Module.cuda
-    torch.Tensor.cuda = lambda self, *a, **k: self; nn.Module.cuda = lambda self, *a, **k: self
+def cpu_cuda():
+    "`Tensor.cuda` as the identity (V2 moves its masks with `.cuda()`)."
+    saved = torch.Tensor.cuda
+    torch.Tensor.cuda = lambda self, *a, **k: self
     try: yield
-    finally: torch.Tensor.cuda, nn.Module.cuda = t, m
+    finally: torch.Tensor.cuda = saved
 
-def v2_parts(repo) -> dict:
-    "The statements of V2's `main()` a step needs, by what they do, compiled from the checkout's `unimatch_v2.py`."
-    tree = ast.parse((Path(repo)/'unimatch_v2.py').read_text())
-    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'main')
-    text = lambda n: ast.unparse(n)
-    pick = lambda pred: [n for n in main.body if pred(text(n))]
-    epochs = next(n for n in main.body if isinstance(n, ast.For) and text(n.target) == 'epoch')
-    loop = next(n for n in epochs.body if isinstance(n, ast.For) and 'enumerate(loader)' in text(n.iter))
-    body = ast.Module(body=loop.body, type_ignores=[])
-    lr = [n for n in loop.body if text(n).startswith(('lr = cfg', 'optimizer.param_groups['))]
-    assert len(lr) == 3, [text(n)[:40] for n in lr]
-    setup = pick(lambda s: s.startswith(('optimizer = AdamW', 'model_ema = deepcopy', 'model_ema.eval()',
-                                         'for param in model_ema.parameters()', 'criterion_u =', 'total_iters ='))
-                 or (s.startswith('if cfg[') and 'criterion_l' in s))
-    assert len(setup) == 7, [text(n)[:40] for n in setup]
-    return dict(setup=compile(ast.Module(body=setup, type_ignores=[]), 'unimatch_v2.py:main', 'exec'),
-                step=compile(body, 'unimatch_v2.py:main:loop', 'exec'),
-                lr=compile(ast.Module(body=lr, type_ignores=[]), 'unimatch_v2.py:main:lr', 'exec'))
+def load_v2(repo) -> tuple:
+    "V2's `model.semseg.dpt` module, its commit and the folder it was imported from."
+    repo = Path(repo)
+    commit = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True, text=True)
+    if commit.returncode: raise SystemExit(f"{repo}: not a git checkout or git directory of UniMatch-V2")
+    src = repo
+    if not (repo/'model'/'semseg'/'dpt.py').is_file():        # a bare git directory: extract model/
+        src = Path(tempfile.mkdtemp(prefix='unimatch_v2_'))
+        tar = subprocess.run(['git', '-C', str(repo), 'archive', 'HEAD', 'model'], capture_output=True, check=True)
+        tarfile.open(fileobj=io.BytesIO(tar.stdout)).extractall(src, filter='data')
+    sys.path.insert(0, str(src))
+    for name in [n for n in sys.modules if n == 'model' or n.startswith('model.')]: del sys.modules[name]
+    return importlib.import_module('model.semseg.dpt'), commit.stdout.strip(), src
 
-class _Meter:
-    def update(self, v): pass
+def v2_model(V2, seed: int):
+    "V2's `DPT` with the tiny ViT (its own `DinoVisionTransformer` at DINOv2's settings) and the shared weights."
+    vit = importlib.import_module('model.backbone.dinov2')
+    layers = importlib.import_module('model.backbone.dinov2_layers')
+    def tiny(model_name):
+        return vit.DinoVisionTransformer(
+            img_size=518, patch_size=14, embed_dim=TINY.dim, depth=TINY.depth, num_heads=TINY.heads, mlp_ratio=4,
+            block_fn=partial(layers.NestedTensorBlock, attn_class=layers.MemEffAttention), init_values=1.0,
+            ffn_layer='mlp', block_chunks=0, num_register_tokens=0, interpolate_antialias=False, interpolate_offset=0.1)
+    saved, V2.DINOv2 = V2.DINOv2, tiny
+    try: m = V2.DPT('small', nclass=NUM_CLASSES, features=TINY.features, out_channels=list(TINY.out_channels))
+    finally: V2.DINOv2 = saved
+    m.intermediate_layer_idx['small'] = list(TINY.layers)
+    missing, unexpected = m.load_state_dict(weights(seed), strict=False)
+    assert not unexpected and sorted(missing) == sorted(
+        ['backbone.mask_token'] + [k for k in m.state_dict() if 'refinenet4.resConfUnit1' in k]), (missing, unexpected)
+    return m.eval()
 
-class _Loader:
-    def __len__(self): return SETTING['epoch_len']
+def v2_forward(V2, seed: int, size: list, batch: int = 2, comp_drop: bool = False, drop_seed: int = 0) -> dict:
+    m, x = v2_model(V2, seed), image(seed + 1, batch, *size)
+    torch.manual_seed(drop_seed)
+    with torch.no_grad(), cpu_cuda(): return summary(m(x, comp_drop=comp_drop))
 
-def v2_steps(repo, epoch: int, epochs: int) -> list[dict]:
-    "V2's loop body for `SETTING['iters']` iterations from the start of `epoch` on the stand-in; figures after each."
-    from torch.optim import AdamW
-    s, parts = SETTING, v2_parts(repo)
-    cfg = dict(lr=s['lr'], lr_multi=s['lr_multi'], conf_thresh=s['conf_thresh'], epochs=epochs,
-               criterion=dict(name='CELoss', kwargs=dict(ignore_index=255)))
-    ns = dict(torch=torch, nn=nn, AdamW=AdamW, deepcopy=deepcopy, cfg=cfg, model=network(dict_out=False), rank=1,
-              local_rank=0, trainloader_u=_Loader(), epoch=epoch, total_loss=_Meter(), total_loss_x=_Meter(),
-              total_loss_s=_Meter(), total_mask_ratio=_Meter())
-    out = []
-    with no_cuda():
-        exec(parts['setup'], ns)
-        ns['model'].train()
-        if epoch: exec(parts['lr'], ns | dict(iters=epoch * s['epoch_len'] - 1))   # the rate the step before set
-        for i in range(s['iters']):
-            ns.update(batch(i), i=i)
-            lrs = [g['lr'] for g in ns['optimizer'].param_groups]
-            torch.manual_seed(100 + i)
-            exec(parts['step'], ns)
-            losses = [float(ns[k].detach()) for k in ('loss_x', 'loss_u_s1', 'loss_u_s2', 'loss')]
-            out.append(_figures(ns['model'], ns['model_ema'], lrs, losses))
-    return out
+def v2_grad(V2, seed: int, size: list, batch: int = 2, comp_drop: bool = False, drop_seed: int = 0) -> dict:
+    m, x = v2_model(V2, seed).train(), image(seed + 1, batch, *size)
+    torch.manual_seed(drop_seed)
+    with cpu_cuda(): m(x, comp_drop=comp_drop).square().mean().backward()
+    return grads(dict(m.named_parameters()))
 
-# ---------------------------------------------------------------- the kit's side
-def kit_state(epochs: int, overrides=()) -> TrainState:
-    "A `TrainState` on the stand-in at V2's settings (as `voc-unimatch_v2` sets them) and the golden setting."
-    s = SETTING
-    cfg = get_config('cpu', overrides=['method.name=unimatch_v2', 'optim.optimizer=adamw', f"optim.lr={s['lr']}",
-                                       f"optim.head_lr_mult={s['lr_multi']}", 'optim.weight_decay=0.01',
-                                       'optim.lr_lag=1', f"optim.iters={s['epoch_len'] * epochs}", 'optim.sup_loss=ce',
-                                       'method.ema_decay=0.996', f"method.conf_thresh={s['conf_thresh']}",
-                                       'method.alpha_rampup=0', *overrides])
-    student = network(dict_out=True).train()
-    opt = make_optimizer(student, cfg.optim)
-    return TrainState(cfg, None, student, make_teacher(student), opt, make_scheduler(opt, cfg.optim), None,
-                      ConfidenceBank(s['classes']))
+def v2_masks(V2, bs: int, dim: int, seed: int) -> list:
+    "V2's masks, read off its forward: feature maps of ones come to the head as the masks themselves."
+    m, seen = V2.DPT.__new__(V2.DPT), []
+    torch.nn.Module.__init__(m)
+    m.binomial, m.encoder_size, m.intermediate_layer_idx = torch.distributions.binomial.Binomial(probs=0.5), 's', {'s': 0}
+    m.backbone = type('Ones', (), dict(get_intermediate_layers=lambda self, x, idx: [torch.ones(bs, 1, dim)] * 4))()
+    m.head = lambda feats, h, w: seen.append([f[:, 0] for f in feats]) or torch.zeros(bs, 1, 1, 1)
+    torch.manual_seed(seed)
+    with cpu_cuda(): m.forward(torch.zeros(bs, 3, 14, 14), comp_drop=True)
+    assert all(torch.equal(f, seen[0][0]) for f in seen[0]), 'one mask for all four maps'
+    return seen[0][0].to(torch.int8).tolist()
 
-def kit_steps(epoch: int, epochs: int, overrides=()) -> list[dict]:
-    "`unimatch_v2_step` for the same iterations, its strong views and boxes fed from `batch` as V2's loader feeds."
-    state, out, start = kit_state(epochs, overrides), [], epoch * SETTING['epoch_len']
-    with warnings.catch_warnings():             # the schedule moved on to `start` before any optimiser step
-        warnings.simplefilter('ignore'); [state.scheduler.step() for _ in range(start)]
-    for i in range(SETTING['iters']):
-        b = batch(i)
-        views, boxes = iter([b['img_u_s1'], b['img_u_s2']]), iter([b['cutmix_box1'], b['cutmix_box2']])
-        lb = dict(image=b['img_x'], label=b['mask_x'])
-        ub = dict(image=b['img_u_w'], valid=b['ignore_mask'] != 255, index=torch.arange(len(b['img_u_w'])))
-        lrs = [g['lr'] for g in state.optimizer.param_groups]
-        with _patched(kit_v2, strong_view=lambda *a, **k: next(views), v2_boxes=lambda *a, **k: next(boxes).bool()):
-            state.optimizer.zero_grad(set_to_none=True)
-            torch.manual_seed(100 + i)
-            loss, logs, _ = kit_v2.unimatch_v2_step(state, lb, ub, torch.Generator().manual_seed(i))
-        loss.backward(); state.optimizer.step(); state.scheduler.step()
-        ema_update(state.teacher, state.student, start + i, state.cfg.method.ema_decay, state.cfg.method.ema_buffers)
-        losses = [float(logs[k]) for k in ('loss_s', 'loss_s1', 'loss_s2')] + [float(loss.detach())]
-        out.append(_figures(state.student, state.teacher, lrs, losses))
-    return out
+V2_SIDE = dict(forward=v2_forward, grad=v2_grad, masks=v2_masks)
 
-@contextlib.contextmanager
-def _patched(module, **names):
-    old = {k: getattr(module, k) for k in names}
-    for k, v in names.items(): setattr(module, k, v)
-    try: yield
-    finally:
-        for k, v in old.items(): setattr(module, k, v)
+# ---------------------------------------------------------------- figures
+def compare(kit, ref, tol: float, path: str = '') -> list[str]:
+    "Where `kit` differs from `ref` (numbers beyond `tol`, anything else at all); [] when they agree."
+    if isinstance(ref, dict):
+        if not isinstance(kit, dict) or kit.keys() != ref.keys(): return [f'{path}: keys {list(kit)} vs {list(ref)}']
+        return [d for k in ref for d in compare(kit[k], ref[k], tol, f'{path}.{k}')]
+    if isinstance(ref, list):
+        if not isinstance(kit, list) or len(kit) != len(ref): return [f'{path}: {kit!r:.80} vs {ref!r:.80}']
+        return [d for i, (a, b) in enumerate(zip(kit, ref)) for d in compare(a, b, tol, f'{path}[{i}]')]
+    if isinstance(ref, float) and isinstance(kit, (int, float)) and not isinstance(kit, bool):
+        return [] if abs(kit - ref) <= tol else [f'{path}: {kit!r} vs {ref!r} (tolerance {tol})']
+    return [] if kit == ref else [f'{path}: {kit!r} vs {ref!r}']
 
-def compare(kit: list[dict], v2: list[dict], tol: float = TOL) -> list[str]:
-    "Where `kit`'s figures differ from `v2`'s by more than `tol` (relative to max(1, |value|)): 'step i key: a vs b'."
-    bad = []
-    def walk(a, b, where):
-        if isinstance(a, list): return [walk(x, y, f'{where}[{j}]') for j, (x, y) in enumerate(zip(a, b))]
-        if abs(a - b) > tol * max(1.0, abs(b)): bad.append(f'{where}: {a} vs {b}')
-    for i, (k, v) in enumerate(zip(kit, v2)):
-        for key in v: walk(k[key], v[key], f'step {i} {key}')
-    return bad
+def figures(V2, commit: str) -> tuple[dict, list]:
+    "Run every case on both sides; V2's outputs are the golden figures."
+    out = dict(v2_repo=V2_URL, v2_commit=commit, made_on=time.strftime('%Y-%m-%d', time.gmtime()),
+               torch=torch.__version__, made_by='tools/unimatch_v2_golden.py', cases={})
+    differ = []
+    for name, fn, inputs, tol, what in CASES:
+        ref, kit = V2_SIDE[fn](V2, **inputs), KIT[fn](**inputs)
+        diff = compare(kit, ref, tol)
+        out['cases'][name] = dict(what=what, function=fn, inputs=inputs, tolerance=tol, v2=ref)
+        if diff: differ.append(name)
+        print(f"{name:18s} {'same' if not diff else 'DIFFERENT: ' + '; '.join(diff[:3])}")
+    return out, differ
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--v2-repo', required=True, help='a checkout of LiheYoung/UniMatch-V2 (outside this repository)')
-    ap.add_argument('--out', default=str(GOLDEN))
-    a = ap.parse_args(argv)
+def dumps(o, indent: int = 0) -> str:
+    "JSON with one key per line and every list on one line (a small, diffable file)."
+    if not isinstance(o, dict) or not o: return json.dumps(o)
+    pad = ' ' * (indent + 1)
+    items = ',\n'.join(f'{pad}{json.dumps(k)}: {dumps(v, indent + 1)}' for k, v in o.items())
+    return '{\n' + items + '\n' + ' ' * indent + '}'
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--v2-repo', required=True, help='a UniMatch-V2 git checkout or git directory (read, not copied)')
+    p.add_argument('--out', default=str(GOLDEN), help=f'golden file to write (default {GOLDEN.relative_to(ROOT)})')
+    args = p.parse_args(argv)
     torch.set_num_threads(1)
-    git = lambda *c: subprocess.run(['git', '-C', a.v2_repo, *c], capture_output=True, text=True).stdout.strip()
-    commit = git('rev-parse', 'HEAD') or V2_COMMIT     # an archive extract has no .git: the commit it was taken at
-    cases = {name: dict(inputs=c, steps=v2_steps(a.v2_repo, **c)) for name, c in CASES.items()}
-    Path(a.out).write_text(json.dumps(dict(v2_commit=commit, made_on=time.strftime('%Y-%m-%d'), setting=SETTING,
-                                           tolerance=TOL, cases=cases), indent=1) + '\n')
-    for name, c in cases.items():
-        diff = compare(kit_steps(**c['inputs']), c['steps'])
-        print(f"{name}: {len(c['steps'])} steps of V2's code; the kit "
-              f"{'agrees' if not diff else 'differs: ' + '; '.join(diff[:5])}")
-    return 0
+    V2, commit, _ = load_v2(args.v2_repo)
+    fig, differ = figures(V2, commit)
+    out = Path(args.out); out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix('.tmp'); tmp.write_text(dumps(fig) + '\n'); tmp.replace(out)
+    print(f"wrote {out} ({len(fig['cases']) - len(differ)} of {len(fig['cases'])} cases match the kit)")
+    return 0 if not differ else 1
 
 if __name__ == '__main__': sys.exit(main())
