@@ -677,6 +677,8 @@ USED_WHEN = {
     'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
     'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
+    'method.comp_drop': ((lambda c: framework(c.method) == 'unimatch_v2'), 'method.name=unimatch_v2'),
+    'optim.betas': ((lambda c: c.optim.optimizer == 'adamw'), 'optim.optimizer=adamw'),
     **{f'model.{k}': _RESNET for k in ('output_stride', 'deep_stem', 'aux', 'aux_weight', 'dropout', 'head_channels',
                                        'sync_bn')},
     'model.lock_backbone': ((lambda c: c.model.backbone in DINOV2), 'model.backbone=dinov2_*'),
