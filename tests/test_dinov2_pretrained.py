@@ -1,6 +1,7 @@
 """Meta's DINOv2 weights into the DPT's ViT: a fake file with the official key names (tiny sizes) lands in the right
 parameters, a V2 checkpoint's backbone loads past its head, `auto` takes the file from the torch hub cache or downloads
-it, and a missing key, a foreign key, a missing file and an offline `auto` each say so in one line naming the file."""
+it, a kit run of the DPT reloads for evaluation, and a missing key, a foreign key, a missing file and an offline
+`auto` each say so in one line naming the file."""
 import functools, http.server, threading
 import pytest
 import torch
@@ -113,3 +114,19 @@ def test_the_test_size_has_no_published_weights(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert out.count('\n') == 1 and 'Meta publishes no weights for this test size' in out, out
     assert model_mod.DINOV2['dinov2_tiny'].url is None
+
+
+def test_a_kit_run_of_the_dpt_reloads_for_evaluation_and_as_pretrained(tmp_path):
+    "A DINOv2 run's best.pth: `load_model` (ael-eval's path) rebuilds the DPT with its weights; as model.pretrained its "
+    "ViT fills a new model's backbone, its DPT head left aside."
+    from tiny_presets import tiny_config
+    from ael_nb.state import load_model, read_checkpoint
+    from ael_nb.train import train
+    train(tiny_config('cpu', 'supervised', tmp_path, 'model.backbone=dinov2_tiny', 'data.crop_size=28,42'))
+    m, info, cfg, which = load_model(tmp_path/'best.pth')
+    stored = read_checkpoint(tmp_path/'best.pth')[which]
+    assert type(m).__name__ == 'DPT' and m.arch == 'dinov2_tiny' and cfg.model.backbone == 'dinov2_tiny'
+    assert all(torch.equal(v, stored[k]) for k, v in m.state_dict().items())
+    fresh = build_model(info.num_classes, 'dinov2_tiny', pretrained=tmp_path/'best.pth')
+    assert torch.equal(fresh.backbone.blocks[3].mlp.fc1.weight, m.backbone.blocks[3].mlp.fc1.weight)
+    assert not torch.equal(fresh.head.scratch.output_conv[2].weight, m.head.scratch.output_conv[2].weight)
