@@ -11,7 +11,8 @@ from .config import get_config
 from .plan import micro_batch
 
 # %% auto #0
-__all__ = ['config_table', 'batch_arithmetic', 'activation_bytes', 'memory_estimate', 'measured_speed', 'schedule_hours']
+__all__ = ['config_table', 'batch_arithmetic', 'activation_bytes', 'student_images', 'memory_estimate', 'measured_speed',
+           'schedule_hours', 'accumulation']
 
 # %% ../nbs/26_arithmetic.ipynb #68704c57
 def config_table(cfg, keys=('data.dataset', 'data.manifest', 'data.crop_size', 'data.batch_size',
@@ -59,6 +60,15 @@ def activation_bytes(model, size=(65, 65), n: int = 2) -> int:
     del out
     return sum(seen.values())
 
+# %% ../nbs/26_arithmetic.ipynb #947ea19f
+def student_images(cfg, labeled: int, unlabeled: int) -> int:
+    "Images of one micro-step's student forwards: labeled, unlabeled or each strong view, weak where the student sees it."
+    m = cfg.method
+    if m.framework not in ('fixmatch', 'unimatch', 'unimatch_v2'): return labeled + unlabeled
+    views = 1 if m.framework == 'fixmatch' else 2
+    weak = m.teacher == 'student' or (m.framework == 'unimatch' and m.fp_dropout > 0)
+    return labeled + unlabeled * (views + weak)
+
 # %% ../nbs/26_arithmetic.ipynb #359a0141
 def memory_estimate(cfg,                # resolved `Config`
                     gpus: int,          # processes per node
@@ -66,7 +76,7 @@ def memory_estimate(cfg,                # resolved `Config`
                     num_classes: int = 19,  # classes of the dataset (the classifier's size)
                     probe=(129, 129),   # image size of the CPU measurement
                    ) -> dict:
-    "Lower-bound GB per GPU (see the text): weights + grads + momentum + teacher, activations scaled from a CPU probe."
+    "Lower-bound GB per GPU (see the text): weights, grads, optimiser state, teacher; activations scaled from a probe."
     from ael_nb.model import build_model
     b = batch_arithmetic(cfg, gpus, nnodes)
     model_cfg = cfg.model
@@ -77,11 +87,11 @@ def memory_estimate(cfg,                # resolved `Config`
     n_par = sum(p.numel() for p in m.parameters())
     act = activation_bytes(m, probe, 2) / 2                   # per image at the probe size
     scale = cfg.data.crop_size[0] * cfg.data.crop_size[1] / (probe[0] * probe[1])
-    images = b['labeled_per_gpu'] + b['unlabeled_per_gpu']
-    gb = 1024 ** 3
-    return dict(params_M=n_par / 1e6, weights_gb=4 * n_par * 4 / gb, act_per_image_gb=act * scale / gb,
+    images = student_images(cfg, b['labeled_per_gpu'], b['unlabeled_per_gpu'])
+    copies, gb = 4 + (cfg.optim.optimizer == 'adamw'), 1024 ** 3      # weights, grads, teacher, 1 or 2 moments
+    return dict(params_M=n_par / 1e6, weights_gb=copies * n_par * 4 / gb, act_per_image_gb=act * scale / gb,
                 images_per_gpu=images, activations_gb=act * scale * images / gb,
-                total_gb=(4 * n_par * 4 + act * scale * images) / gb, probe=probe)
+                total_gb=(copies * n_par * 4 + act * scale * images) / gb, probe=probe)
 
 # %% ../nbs/26_arithmetic.ipynb #abc36746
 def measured_speed(results=None,  # folder of bench/paper_scale.py reports (default: this checkout's bench/results)
@@ -114,3 +124,17 @@ def schedule_hours(preset: str,       # 'cityscapes' or 'voc': the paper's sched
     rate = img_per_s * crop * crop / (cfg.data.crop_size[0] * cfg.data.crop_size[1]) * gpus
     return dict(preset=preset, iters=cfg.optim.iters, crop=cfg.data.crop_size[0], gpus=gpus,
                 hours_per_run=images / rate / 3600, hours_all_runs=runs * images / rate / 3600)
+
+# %% ../nbs/26_arithmetic.ipynb #b9f481e6
+def accumulation(cfg,           # resolved `Config` (`data.batch_size`: the global labeled batch)
+                 gpus: int,     # GPUs training together
+                 per_gpu: int,  # labeled images each GPU holds per micro-step
+                ) -> dict:
+    "`optim.accum_steps` that keeps `cfg`'s global batch with `per_gpu` labeled images on each of `gpus` GPUs."
+    n = cfg.data.batch_size
+    if n % (gpus * per_gpu):
+        raise ValueError(f"data.batch_size={n} is not a multiple of {gpus} GPUs x {per_gpu} images: no accumulation "
+                         "keeps it")
+    accum = n // (gpus * per_gpu)
+    return dict(gpus=gpus, labeled_per_gpu=per_gpu, unlabeled_per_gpu=per_gpu * cfg.data.unlabeled_ratio,
+                accum_steps=accum, override=f'optim.accum_steps={accum}')

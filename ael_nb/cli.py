@@ -45,7 +45,7 @@ def train_parser() -> argparse.ArgumentParser:
     p.add_argument('overrides', nargs='*', help='key=value configuration overrides')
     p.add_argument('--preset', choices=list(PRESETS), help="named preset (default: cpu; with --resume: the run's)")
     p.add_argument('--config', help='YAML file with (part of) a configuration')
-    p.add_argument('--method', choices=['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'], help='method (default: the preset\'s, ael)')
+    p.add_argument('--method', choices=['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'unimatch_v2', 'ael'], help='method (default: the preset\'s, ael)')
     p.add_argument('--manifest', help='labeled/unlabeled split file (ael-splits); default: draw data.fraction with the seed')
     p.add_argument('--data-root', help='dataset root folder')
     p.add_argument('--out', help='run directory')

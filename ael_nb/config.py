@@ -14,7 +14,8 @@ from typing import Literal
 import yaml
 import torch
 from .core import DataError, atomic_write_text, resolve_amp, resolve_channels_last, world_size
-from .paper import AUTHORS, WEAK_TO_STRONG, DIFFERENCES
+from .paper import AUTHORS, WEAK_TO_STRONG, UNIMATCH_V2, DIFFERENCES, V2_DIFFERENCES
+from .dpt import DINOV2
 
 # %% auto #0
 __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RANGES', 'USED_WHEN', 'RESUME_FREE', 'RUN_KEYS',
@@ -24,7 +25,7 @@ __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RAN
            'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'cpu96', 'folder',
            'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset', 'upgrade_config',
            'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
-           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table']
+           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table', 'v2_differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -54,18 +55,20 @@ class DataConfig:
 # %% ../nbs/14_config.ipynb #209d0757
 @dataclass
 class ModelConfig:
-    "DeepLabv3+ (`ael_nb.model.build_model`)."
-    backbone: str = 'resnet101'             # resnet18/34/50/101
+    "DeepLabv3+ on a ResNet, or UniMatch V2's DPT on DINOv2 (`ael_nb.model.build_model`)."
+    # resnet18/34/50/101 (DeepLabv3+), or dinov2_s/b/l (DPT, `ael_nb.dpt`; dinov2_tiny: a test size)
+    backbone: str = 'resnet101'
     output_stride: int = 8                  # 8 = the paper's dilated ResNet, 16 = cheaper
     deep_stem: bool = True                  # three 3x3 stem convolutions (the authors' 'resnet101c')
     aux: bool = True                        # auxiliary head on layer3 (authors' code)
     aux_weight: float = 0.4                 # weight of the auxiliary loss
-    # 'imagenet' (torchvision's), 'auto' (ImageNet if at hand, else from scratch), a checkpoint path, or none
+    # 'imagenet' (torchvision's), 'auto' (ImageNet or Meta's DINOv2 if at hand, else from scratch), a path, or none
     pretrained: str|None = None
+    lock_backbone: bool = False             # DINOv2: freeze the ViT, train the head only (V2's `lock_backbone`)
     dropout: float = 0.1                    # dropout before the classifier
     head_channels: int = 256                # channels of the ASPP and the decoder (DeepLabv3+ and the paper: 256)
     sync_bn: bool = True                    # SyncBatchNorm when several ranks train
-    # recompute each ResNet block's activations in the backward pass (less memory, one more backbone forward a step)
+    # recompute each ResNet or ViT block's activations in the backward pass (less memory, one more backbone forward)
     checkpointing: bool = False
     # NHWC memory format (faster convolutions; same numbers up to rounding, dropout masks aside); auto: on CUDA, and
     # on a CPU under bf16 (`ael_nb.core.resolve_channels_last`)
@@ -75,10 +78,13 @@ class ModelConfig:
 # %% ../nbs/14_config.ipynb #0eed3060
 @dataclass
 class OptimConfig:
-    "SGD with the poly schedule (Sec. 4.1)."
+    "SGD (or AdamW) with the poly schedule (Sec. 4.1)."
     lr: float = 0.01                        # backbone learning rate for `batch_size` images
     head_lr_mult: float = 10.0              # heads train with lr x this (authors' code)
     momentum: float = 0.9
+    optimizer: Literal['sgd', 'adamw'] = 'sgd'  # SGD with momentum (paper), or AdamW (UniMatch V2)
+    betas: tuple[float, float] = (0.9, 0.999)  # AdamW's betas
+    lr_lag: int = 0                         # step i trains at the poly rate of step i - lr_lag (UniMatch V2's code: 1)
     weight_decay: float = 5e-4
     iters: int = 18000                      # optimiser steps
     poly_power: float = 0.9                 # lr x (1 - it/iters)^power
@@ -97,8 +103,9 @@ class OptimConfig:
 @dataclass
 class MethodFramework:
     "`method.*` keys of the basic framework and AEL's four components (Table 5)."
-    name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'ael'] = 'ael'
-    base: Literal['cutmix', 'fixmatch', 'unimatch'] = 'cutmix'  # the basic framework under name='ael' (paper: cutmix)
+    name: Literal['supervised', 'meanteacher', 'cutmix', 'fixmatch', 'unimatch', 'unimatch_v2', 'ael'] = 'ael'
+    # the basic framework under name='ael' (paper: cutmix)
+    base: Literal['cutmix', 'fixmatch', 'unimatch', 'unimatch_v2'] = 'cutmix'
     alpha: float = 1.0                      # weight of the unsupervised loss (Eq. 2, Table 10; above)
     alpha_rampup: int = 0                   # steps over which alpha rises from 0 (sigmoid ramp); 0: from step 0
     ema_decay: float = 0.99                 # teacher EMA: min(1 - 1/(it+1), decay)
@@ -114,7 +121,7 @@ class MethodFramework:
 # %% ../nbs/14_config.ipynb #1cbb2bed
 @dataclass
 class MethodWeakToStrong:
-    "`method.*` keys of the weak-to-strong frameworks (`18a_fixmatch`, `18b_unimatch`)."
+    "`method.*` keys of the weak-to-strong frameworks (`18a_fixmatch`, `18b_unimatch`, `18d_unimatch_v2`)."
     teacher: Literal['ema', 'student'] = 'ema'  # who labels the weak views (above)
     conf_thresh: float = 0.95               # a weak-view pseudo-label counts where its confidence >= this
     strong_views: int = 2                   # unimatch: strong views per unlabeled image (UniMatch: 2; fixmatch: 1)
@@ -128,6 +135,7 @@ class MethodWeakToStrong:
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     mix_prob: float = 0.5                   # strong view: probability of a CutMix box from another image
     mix_area: tuple[float, float] = (0.02, 0.4)  # strong view: CutMix box area range (fraction of the image)
+    comp_drop: bool = True                  # unimatch_v2: complementary channel dropout on the two strong views
 
 # %% ../nbs/14_config.ipynb #9a17946b
 @dataclass
@@ -253,7 +261,7 @@ class Config:
 
 # %% ../nbs/14_config.ipynb #10d6c022
 AEL_PARTS = ('acp', 'acm', 'aes', 'dr')
-FRAMEWORKS = ('cutmix', 'fixmatch', 'unimatch')
+FRAMEWORKS = ('cutmix', 'fixmatch', 'unimatch', 'unimatch_v2')
 ANY_DEVICE = 'any device'
 # not keys, set by `resolved` on its copy: what it decided the settings for (None: nothing yet), the micro-batches it
 # decided with the device, and the same configuration resolved for any device (what `config.yaml` keeps)
@@ -562,11 +570,13 @@ RANGES = {
     'data.unlabeled_ratio': _int(1), 'data.num_workers': _auto(_int(0)), 'data.prefetch_factor': _auto(_int(1)),
     'data.pin_memory': _auto(_BOOL), 'model.channels_last': _auto(_BOOL), 'data.synthetic_n': _opt(_int(1)),
     'data.synthetic_size': _each(_int(8)),
-    'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101'), 'model.output_stride': _one_of(8, 16),
+    'model.backbone': _one_of('resnet18', 'resnet34', 'resnet50', 'resnet101', *DINOV2),
+    'model.output_stride': _one_of(8, 16),
     'model.head_channels': _int(1), 'model.aux_weight': _num(0), 'model.pretrained': _opt(_TEXT),
     'model.dropout': _num(0, 1, hi_open=True),
     'optim.lr': _num(0, lo_open=True), 'optim.head_lr_mult': _num(0, lo_open=True),
-    'optim.momentum': _num(0, 1, hi_open=True),
+    'optim.momentum': _num(0, 1, hi_open=True), 'optim.betas': _each(_num(0, 1, hi_open=True)),
+    'optim.lr_lag': _int(0),
     'optim.weight_decay': _num(0), 'optim.iters': _int(1), 'optim.poly_power': _num(0), 'optim.warmup_iters': _int(0),
     'optim.accum_steps': _int(1), 'optim.ohem_thresh': _PROB, 'optim.ohem_min_kept': _int(0),
 }
@@ -646,6 +656,12 @@ def validate(cfg: Config) -> Config:
     if not bad and cfg.method.aes_bank == 'after' and cfg.optim.accum_steps > 1:
         bad.append(f"method.aes_bank='after' needs optim.accum_steps=1, got {cfg.optim.accum_steps} "
                    "(the bank changes once per optimiser step, after the last micro-batch's AES)")
+    if not bad and cfg.model.backbone in DINOV2 and any(s % 14 for s in cfg.data.crop_size):
+        bad.append(f"data.crop_size={tuple(cfg.data.crop_size)!r} must be multiples of 14 for "
+                   f"model.backbone={cfg.model.backbone} (the ViT's 14-pixel patches), e.g. (518, 518)")
+    if not bad and cfg.model.backbone in DINOV2 and framework(cfg.method) == 'unimatch':
+        bad.append(f"method unimatch perturbs DeepLabv3+'s features (fp), which model.backbone={cfg.model.backbone} "
+                   "does not have: its DPT perturbs by complementary channel dropout (UniMatch V2)")
     if not bad: bad += _method_checks(cfg.method)
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg
@@ -656,11 +672,17 @@ _AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part
                      f"method.{part}=true")
 _SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
+_RESNET = (lambda c: c.model.backbone not in DINOV2), 'model.backbone=resnet*'
 USED_WHEN = {
     'eval.window': _SLIDING, 'eval.stride': _SLIDING,
     'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
     'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
+    'method.comp_drop': ((lambda c: framework(c.method) == 'unimatch_v2'), 'method.name=unimatch_v2'),
+    'optim.betas': ((lambda c: c.optim.optimizer == 'adamw'), 'optim.optimizer=adamw'),
+    **{f'model.{k}': _RESNET for k in ('output_stride', 'deep_stem', 'aux', 'aux_weight', 'dropout', 'head_channels',
+                                       'sync_bn')},
+    'model.lock_backbone': ((lambda c: c.model.backbone in DINOV2), 'model.backbone=dinov2_*'),
     'method.gamma': _AEL('dr'), 'method.beta': _AEL('aes'), 'method.aes_source': _AEL('aes'),
     'method.spare_unseen': ((lambda c: _AEL('dr')[0](c) or _AEL('aes')[0](c)), 'method.name=ael or method.dr/aes=true'),
     **{f'method.{k}': _AEL('acm') for k in ('r_star', 'acm_exclude', 'acm_stride', 'acm_min_area', 'acm_targets')},
@@ -791,6 +813,14 @@ def weak_to_strong(dataset: str, method: str) -> Config:
     "The `dataset` preset with `method` ('fixmatch', 'unimatch') at its authors' values (`WEAK_TO_STRONG`), resolved."
     return get_preset(f'{dataset}-{method}')
 
+# %% ../nbs/14_config.ipynb #5c4e58aa
+def _unimatch_v2(dataset: str) -> Config:
+    c = apply_overrides(PRESETS[dataset](), UNIMATCH_V2[dataset])
+    c.preset = f'{dataset}-unimatch_v2'
+    return c
+
+PRESETS.update({f'{d}-unimatch_v2': (lambda d=d: _unimatch_v2(d)) for d in UNIMATCH_V2})
+
 # %% ../nbs/14_config.ipynb #f434e879
 def check_classes(cfg: Config, num_classes: int, dataset: str) -> Config:
     "Refuse `method.cp_exclude` / `acm_exclude` (where used) naming ids outside the dataset's classes, or all of them."
@@ -856,3 +886,14 @@ def differences_table(datasets=('cityscapes', 'voc')) -> str:
         rows.append(f"| {d.what} | {keys} | {d.paper} | {d.code} | {paper} | {code} | {d.left} | {d.kit} |")
     return '\n'.join(rows)
 
+
+# %% ../nbs/14_config.ipynb #0b233cca
+def v2_differences_table() -> str:
+    "Markdown table of `V2_DIFFERENCES`: V2's code, the kit, each switch's value under the `-unimatch_v2` presets."
+    rows = ["| difference | key | V2's code does | we do | `-unimatch_v2` presets | left |", '|---' * 6 + '|']
+    names = [f'{d}-unimatch_v2' for d in UNIMATCH_V2]
+    for d in V2_DIFFERENCES:
+        vals = ' / '.join(preset_values(k, names) for k in d.keys) or 'no switch'
+        keys = ', '.join(f'`{k}`' for k in d.keys) or '-'
+        rows.append(f"| {d.what} | {keys} | {d.code} | {d.kit} | {vals} | {d.left} |")
+    return '\n'.join(rows)

@@ -21,12 +21,13 @@ from torchvision.models import resnet
 from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.models.segmentation.fcn import FCNHead
 from .core import DataError, is_main, unseal
+from .dpt import DINOV2, DPT
 
 # %% auto #0
-__all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'resnet_backbone', 'conv_bn_relu', 'ASPP',
-           'interp_matrix', 'resize_bilinear', 'DeepLabV3Plus', 'build_model', 'read_state_dict', 'unwrap',
+__all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'DINOV2_UNUSED', 'resnet_backbone', 'conv_bn_relu',
+           'ASPP', 'interp_matrix', 'resize_bilinear', 'DeepLabV3Plus', 'build_model', 'read_state_dict', 'unwrap',
            'load_backbone', 'imagenet_url', 'imagenet_checkpoint', 'reachable', 'fetch_command', 'auto_imagenet',
-           'load_pretrained', 'param_groups']
+           'load_pretrained', 'dinov2_file', 'dinov2_help', 'auto_dinov2', 'load_dinov2', 'param_groups']
 
 # %% ../nbs/05_model.ipynb #1a78d2ac
 RESNETS = dict(resnet18=resnet.resnet18, resnet34=resnet.resnet34,
@@ -201,16 +202,25 @@ def forward(self: DeepLabV3Plus, x,
 def _scratch(pretrained) -> bool: return pretrained is None or str(pretrained).lower() == 'none'
 
 def build_model(num_classes: int,            # number of classes
-                backbone: str = 'resnet18',  # one of `RESNETS`
-                output_stride: int = 16,     # 8 or 16
-                deep_stem: bool = False,     # authors' 3x3 stem
-                aux: bool = False,           # auxiliary FCN head on `layer3`
-                pretrained=None,             # 'imagenet', a backbone checkpoint path, or None (from scratch)
-                **kwargs) -> DeepLabV3Plus:  # passed to `DeepLabV3Plus` (e.g. `dropout`, `checkpointing`)
-    "The segmentation network of the kit: DeepLabv3+ on a ResNet; warns when a ResNet-50/101 gets no weights."
-    if _scratch(pretrained) and backbone in ('resnet50', 'resnet101'):
+                backbone: str = 'resnet18',  # one of `RESNETS`, or of `ael_nb.dpt.DINOV2` (UniMatch V2's DINOv2 + DPT)
+                output_stride: int = 16,     # 8 or 16 (ResNets)
+                deep_stem: bool = False,     # authors' 3x3 stem (ResNets)
+                aux: bool = False,           # auxiliary FCN head on `layer3` (ResNets)
+                pretrained=None,             # 'imagenet' (ResNets), 'auto', a backbone checkpoint path, or None
+                # to `DeepLabV3Plus` (e.g. `dropout`, `checkpointing`); a `DPT` takes `checkpointing`, `lock_backbone`
+                **kwargs) -> nn.Module:
+    "The segmentation network: DeepLabv3+ on a ResNet, or a DPT on DINOv2; warns when a big backbone gets no weights."
+    if _scratch(pretrained) and backbone in ('resnet50', 'resnet101', 'dinov2_s', 'dinov2_b', 'dinov2_l'):
+        start = ("Meta's DINOv2 weights (model.pretrained=auto, or model.pretrained=PATH)" if backbone in DINOV2 else
+                 "ImageNet weights (model.pretrained=imagenet, or model.pretrained=PATH)")
         warnings.warn(f"model.pretrained=none: the {backbone} backbone trains from scratch; the paper starts from "
-                      "ImageNet weights (model.pretrained=imagenet, or model.pretrained=PATH)", stacklevel=2)
+                      f"{start}", stacklevel=2)
+    lock = kwargs.pop('lock_backbone', False)
+    if backbone in DINOV2:   # the ResNet settings (output stride, stem, aux, dropout, head channels) do not apply
+        m = DPT(num_classes, backbone, kwargs.get('checkpointing', False), lock, kwargs.get('deterministic', False))
+        if not _scratch(pretrained): load_pretrained(m, pretrained)
+        return m
+    if lock: raise ValueError(f"lock_backbone freezes a DINOv2 ViT (model.backbone=dinov2_*), not {backbone}")
     return DeepLabV3Plus(num_classes, backbone, output_stride, deep_stem, aux, pretrained, **kwargs)
 
 # %% ../nbs/05_model.ipynb #d6dc20b2
@@ -281,12 +291,11 @@ def imagenet_url(backbone: str) -> str:
 
 # %% ../nbs/05_model.ipynb #a7775af3
 def _download(url: str, path: Path) -> str | None:
-    "Download `url` to `path`, SHA-256-prefix checked by torch.hub against the name: None when done, else why not."
+    "Download `url` to `path`, torch.hub checking the SHA-256 prefix the name holds: None when done, else why not."
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.hub.download_url_to_file(
-            url, str(path), hash_prefix=re.search(r'-([a-f0-9]+)\.', path.name).group(1), progress=False
-        )
+        h = re.search(r'-([a-f0-9]+)\.', path.name)
+        torch.hub.download_url_to_file(url, str(path), hash_prefix=h.group(1) if h else None, progress=False)
     except Exception as e:
         return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:120] if str(e).strip() else ''}"
 
@@ -338,11 +347,12 @@ def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
     return None
 
 # %% ../nbs/05_model.ipynb #08a28084
-def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped)
+def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` or a `DPT` (`load_dinov2`), possibly DDP-wrapped
                     pretrained,        # 'imagenet', 'auto', a checkpoint path, or None / 'none' (random weights)
                    ) -> Path | None:   # the file loaded
     "Fill the whole backbone from `pretrained`; any weight the file leaves random is an error naming the file."
     m = unwrap(model)
+    if isinstance(m, DPT): return load_dinov2(m, pretrained)
     if str(pretrained).lower() == 'auto': pretrained = auto_imagenet(m.backbone_name, m.deep_stem) or 'none'
     if _scratch(pretrained): return None
     if str(pretrained).lower() == 'imagenet':
@@ -364,6 +374,56 @@ def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` (possibly DDP-wrapped
         raise DataError(
             path, f"{len(missing)} backbone weights are not in it ({', '.join(missing[:3])}, ...); {PRETRAINED_HELP}"
         )
+    return path
+
+# %% ../nbs/05_model.ipynb #6c915d67
+DINOV2_UNUSED = ('mask_token',)   # DINOv2's masked-image-modelling token: in Meta's files, not used to segment
+
+def dinov2_file(arch: str) -> Path:
+    "Where the torch hub cache keeps Meta's DINOv2 file for `arch` (a key of `DINOV2` with a `url`)."
+    return Path(torch.hub.get_dir())/'checkpoints'/DINOV2[arch].url.rsplit('/', 1)[-1]
+
+def dinov2_help(arch: str) -> str:
+    "What to pass or download for `arch`'s weights, in one clause."
+    if DINOV2[arch].url is None:
+        return f"{arch} is a test size without published weights: pass model.pretrained=none, or a file of its layout"
+    return (f"download Meta's weights from {DINOV2[arch].url} to {dinov2_file(arch)} (model.pretrained=auto finds them "
+            "there), or pass the file as model.pretrained=PATH")
+
+# %% ../nbs/05_model.ipynb #2d815e3b
+def auto_dinov2(arch: str) -> Path | None:
+    "Meta's DINOv2 file for `arch` when cached or downloadable (not tried under `AEL_OFFLINE`); else None, and why."
+    url = DINOV2[arch].url
+    if url is None: why = 'Meta publishes no weights for this test size'
+    elif (cached := dinov2_file(arch)).is_file(): return cached
+    elif os.environ.get('AEL_OFFLINE'): why = f"{cached} is missing and AEL_OFFLINE is set (no download tried)"
+    elif not reachable(url): why = f"{cached} is missing and {urlsplit(url).hostname} is out of reach"
+    elif (err := _download(url, cached)) is None: return cached
+    else: why = f"{url} could not be downloaded ({err})"
+    if is_main(): print(f"model.pretrained=auto: the {arch} backbone trains from scratch: {why}; "
+                        f"{dinov2_help(arch)}", flush=True)
+    return None
+
+# %% ../nbs/05_model.ipynb #5f725a9b
+def load_dinov2(model: nn.Module,  # a `DPT` (possibly DDP-wrapped)
+                pretrained,        # 'auto', a DINOv2 checkpoint path, or None / 'none' (random weights)
+               ) -> Path | None:   # the file loaded
+    "Fill `model.backbone` from a DINOv2 file with Meta's keys; a key missing or left over is an error naming the file."
+    m = unwrap(model)
+    if str(pretrained).lower() == 'imagenet': raise ValueError(
+        f"model.pretrained=imagenet means torchvision's ResNets; for {m.arch} use auto or PATH: {dinov2_help(m.arch)}")
+    if str(pretrained).lower() == 'auto': pretrained = auto_dinov2(m.arch) or 'none'
+    if _scratch(pretrained): return None
+    path = Path(pretrained)
+    try: missing, unexpected = load_backbone(m, path)
+    except DataError as e: raise DataError(path, f"{e.problem}; {dinov2_help(m.arch)}") from e
+    unexpected = [k for k in unexpected if k not in DINOV2_UNUSED and not k.startswith('head.')]
+    if missing or unexpected:
+        keys = lambda ks: ', '.join(ks[:4]) + (', ...' if len(ks) > 4 else '')
+        raise DataError(path, f"does not fit the {m.arch} ViT: " + '; '.join(
+            [f"{len(missing)} of its weights are missing ({keys(missing)})"] * bool(missing) +
+            [f"{len(unexpected)} keys are not the ViT's ({keys(unexpected)})"] * bool(unexpected)) +
+            f"; {dinov2_help(m.arch)}")
     return path
 
 # %% ../nbs/05_model.ipynb #5ef95624

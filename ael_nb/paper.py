@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['AUTHORS', 'WEAK_TO_STRONG', 'DIFFERENCES', 'ABLATIONS', 'Difference']
+__all__ = ['AUTHORS', 'WEAK_TO_STRONG', 'V2_SPLITS', 'UNIMATCH_V2', 'DIFFERENCES', 'V2_DIFFERENCES', 'ABLATIONS',
+           'unimatch_v2_iters', 'Difference']
 
 # %% ../nbs/14a_paper.ipynb #499c9619
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
@@ -30,6 +31,25 @@ WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001',
                       cityscapes=_W2S_COMMON + ['data.crop_size=769', 'optim.lr=0.005', 'optim.head_lr_mult=1',
                                                 'optim.sup_loss=ohem', 'model.backbone=resnet50',
                                                 'model.output_stride=8'])
+
+# %% ../nbs/14a_paper.ipynb #ff8c6544
+_V2_COMMON = ['method.name=unimatch_v2', 'method.teacher=ema', 'method.ema_decay=0.996', 'method.conf_thresh=0.95',
+              'optim.optimizer=adamw', 'optim.lr=5e-6', 'optim.head_lr_mult=40', 'optim.weight_decay=0.01',
+              'optim.lr_lag=1', 'model.backbone=dinov2_s', 'model.pretrained=auto']
+def unimatch_v2_iters(n_unlabeled: int, epochs: int, per_gpu: int, gpus: int = 4) -> int:
+    "V2's schedule in steps: epochs x its unlabeled loader's length (a `DistributedSampler` over `gpus`, drop_last)."
+    return epochs * (-(-n_unlabeled // gpus) // per_gpu)
+
+# the split each preset's schedule is counted for: (its name in V2's splits/, unlabeled images, epochs, images per GPU)
+V2_SPLITS = dict(voc=('92', 10490, 60, 4), cityscapes=('1_16', 2789, 180, 2), ade20k=('1_8', 17684, 60, 2))
+_v2_iters = {d: f'optim.iters={unimatch_v2_iters(*s[1:])}' for d, s in V2_SPLITS.items()}
+UNIMATCH_V2 = dict(
+    voc=_V2_COMMON + [_v2_iters['voc'], 'data.crop_size=518', 'data.batch_size=16', 'optim.sup_loss=ce',
+                      'eval.protocol=whole'],
+    cityscapes=_V2_COMMON + [_v2_iters['cityscapes'], 'data.crop_size=798', 'data.batch_size=8', 'optim.sup_loss=ohem',
+                             'optim.ohem_min_kept=200000', 'eval.window=798', 'eval.stride=532'],
+    ade20k=_V2_COMMON + [_v2_iters['ade20k'], 'data.crop_size=518', 'data.batch_size=8', 'optim.sup_loss=ce',
+                         'eval.protocol=whole', 'model.lock_backbone=false'])
 
 # %% ../nbs/14a_paper.ipynb #9cb1feb4
 @dataclass(frozen=True)
@@ -160,6 +180,28 @@ _RUNS = (
 
 # %% ../nbs/14a_paper.ipynb #482fc436
 DIFFERENCES = _SETUP + _BANK_AES + _LOSSES_COPY_PASTE + _CUTMIX + _RUNS
+
+# %% ../nbs/14a_paper.ipynb #98bffdf0
+V2_DIFFERENCES = (
+    Difference('learning rate of a step', ('optim.lr_lag',), 'UniMatch V2 paper: poly 0.9',
+        "set after the step from that step's index: step i trains at the poly rate of step i - 1",
+        'the rate of step i (`optim.lr_lag=0`); the presets take the code\'s (1)'),
+    Difference('schedule length', ('optim.iters',), 'epochs over the unlabeled images',
+        'len(unlabeled loader) x epochs, per split', 'steps; the presets count them for one split each'),
+    Difference('ADE20K backbone', ('model.lock_backbone',), 'not said',
+        'configs/ade20k.yaml ships lock_backbone true; its logged runs: false',
+        'trained, as in the logged runs (`18d_unimatch_v2`)'),
+    Difference('precision', ('optim.amp',), 'not said', 'fp32', "bf16 autocast where native ('auto')"),
+    Difference('CutMix boxes', (), '-', 'a host loop per image (numpy), redrawn until the box fits',
+        '512 tries per image on the device, the first that fits: the same law unless all miss (< 1e-13)', 'the draws'),
+    Difference('strong views and boxes', (), '-', 'drawn in the data loader (PIL)',
+        'drawn in the step on the device (as the kit\'s UniMatch)', 'the draws, PIL rounding'),
+    Difference('unlabeled loss denominator', (), '-', '`.sum().item()`: a host sync; 0 pixels divide by 0',
+        'on the device, at least 1', 'a batch of padding only'),
+    Difference('EMA of integer buffers', (), '-', 'averaged, then truncated', 'copied', 'none: DPT has no BatchNorm'),
+    Difference('AdamW kernel', (), '-', "torch's default (foreach): each step counter read to the host",
+        'fused: the counters stay on the device', 'rounding of the update'),
+)
 
 # %% ../nbs/14a_paper.ipynb #33367200
 ABLATIONS = {

@@ -20,7 +20,7 @@ from .train import setup
 
 # %% auto #0
 __all__ = ['DPI', 'class_counts', 'StepThrough', 'open_run', 'class_readout', 'readout_html', 'rising_class', 'png', 'show_step',
-           'plot_bank_iou', 'StepThroughUI']
+           'show_views', 'plot_bank_iou', 'StepThroughUI']
 
 # %% ../nbs/22_step_through.ipynb #7b44cb05
 def class_counts(tr: Trace|dict,  # a (compact) trace, or a dict with the same keys
@@ -259,6 +259,28 @@ def show_step(trace: dict,           # a compact trace (`compact_trace`, `StepTh
     fig.suptitle(head + (f"; {names[cls]} outlined in cyan" if cls is not None else '') + '; red names: tail classes', fontsize=11)
     return fig
 
+# %% ../nbs/22_step_through.ipynb #52cc7f29
+def show_views(trace: dict,           # a compact trace of a step with two strong views (UniMatch V2, UniMatch)
+               info: DatasetInfo,
+               cls: int|None = None,  # class outlined in the predictions
+               n: int|None = None,    # images to draw (default: all kept)
+              ) -> Figure:
+    "Per image: strong view 1 and its box, the prediction under mask M, strong view 2 and its box, under 2 - M."
+    t, pal = trace, info.palette
+    n = min(n or 99, len(t['x_u']))
+    fig = Figure(figsize=(10.4, 2.7 * n + 0.5), dpi=DPI)
+    drop = ' (mask M)', ' (mask 2 - M)'
+    if not t.get('comp_drop', True): drop = '', ''
+    for i in range(n):
+        for v, (x, box, pred) in enumerate((('x_u', 'cut_mask', 'pred_u'), ('x_u2', 'cut_mask2', 'pred_u2'))):
+            a, b = fig.add_subplot(n, 4, 4 * i + 2 * v + 1), fig.add_subplot(n, 4, 4 * i + 2 * v + 2)
+            a.imshow(_rgb(t[x][i])); _outline(a, t[box][i]); a.set_title(f'#{i + 1} strong view {v + 1}', fontsize=9)
+            b.imshow(_faded(t[pred][i].numpy(), pal, cls)); b.set_title(f'prediction {v + 1}{drop[v]}', fontsize=9)
+            if cls is not None: _outline(b, t[pred][i].numpy() == cls, 'cyan', 1.5)
+            for ax in (a, b): ax.set_xticks([]); ax.set_yticks([])
+    fig.suptitle(f"step {t['it']}: the two strong views through one forward", fontsize=11)
+    return fig
+
 # %% ../nbs/22_step_through.ipynb #a596cc76
 def _num(v) -> float: return float('nan') if v is None else float(v)    # IoU of a class absent from the validation set: NaN (None in JSON)
 
@@ -311,12 +333,13 @@ class StepThroughUI:
         self.picker = W.Dropdown(description='class', value=cls, layout=W.Layout(width='220px'),
                                  options=[('(none)', None)] + [(n + (' (tail)' if c in tail else ''), c) for c, n in enumerate(names)])
         self.readout = W.HTML()
-        self.img_step, self.img_bank = W.Image(format='png'), W.Image(format='png')
+        self.img_step, self.img_bank, self.img_views = W.Image(format='png'), W.Image(format='png'), W.Image(format='png')
         self.k.observe(lambda ch: setattr(self.button, 'description', f'step ×{ch.new}'), 'value')
         self.button.on_click(self.click)
         self.slider.observe(lambda ch: None if self._busy else self._guard(self.draw_step), 'value')
         self.picker.observe(lambda ch: self._guard(self.draw), 'value')
-        self.box = W.VBox([W.HBox([self.button, self.k, self.slider, self.picker]), self.readout, self.img_step, self.img_bank])
+        self.box = W.VBox([W.HBox([self.button, self.k, self.slider, self.picker]), self.readout, self.img_step, self.img_views,
+                             self.img_bank])
         self.draw()
 
     @property
@@ -354,6 +377,7 @@ class StepThroughUI:
         self.readout.value = (readout_html(class_readout(self.st.traces, info, c, self.index)) if c is not None
                               else f'step {t["it"]}; pick a class to follow it') + f" <i>(trace {where})</i>"
         self.img_step.value = png(show_step(t, info, c))
+        self.img_views.value = png(show_views(t, info, c)) if 'pred_u2' in t else b''   # UniMatch V2's two views
 
     def draw(self):
         "Everything: the step and the bank over time."

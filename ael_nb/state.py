@@ -13,17 +13,18 @@ import torch.nn as nn
 import torch.distributed as dist
 from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, uninterrupted, rng_state,
                          set_rng_state, seal, unseal, seed_everything)
-from .config import RUN_KEYS, WEIGHTS_FREE, Config, to_dict, from_dict, get_config, config_diff
+from .config import RUN_KEYS, WEIGHTS_FREE, Config, OptimConfig, to_dict, from_dict, get_config, config_diff
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
+from .dpt import DINOV2, DPT
 from .teacher import make_teacher
 from .cutmix import ClassTable
 from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
 
 # %% auto #0
-__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'build_state', 'tiny_state', 'rank_state', 'checkpoint',
-           'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint', 'load_weights',
-           'load_checkpoint', 'load_model', 'weights_digest', 'models_only']
+__all__ = ['PREVIOUS', 'RESUME_KEYS', 'TrainState', 'lr_factor', 'make_optimizer', 'make_scheduler', 'build_state', 'tiny_state',
+           'rank_state', 'checkpoint', 'write_checkpoint', 'save_checkpoint', 'upgrade_checkpoint', 'read_checkpoint',
+           'load_weights', 'load_checkpoint', 'load_model', 'weights_digest', 'models_only']
 
 # %% ../nbs/17_state.ipynb #6e41799d
 @dataclass
@@ -50,13 +51,33 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
     if it < warmup: return (it + 1) / warmup
     return max(0.0, 1 - it / iters) ** power
 
+# %% ../nbs/17_state.ipynb #d48e5aa7
+def make_optimizer(student: nn.Module, o: OptimConfig) -> torch.optim.Optimizer:
+    "SGD with momentum over `param_groups`, or AdamW over V2's groups (`.backbone` at lr, the rest x head_lr_mult)."
+    if o.optimizer == 'sgd':
+        return torch.optim.SGD(param_groups(student, o.lr, o.head_lr_mult), lr=o.lr, momentum=o.momentum,
+                               weight_decay=o.weight_decay)
+    m = unwrap(student)
+    groups = [dict(params=[p for p in m.backbone.parameters() if p.requires_grad], lr=o.lr, lr_mult=1.0,
+                   name='backbone'),
+              dict(params=[p for n, p in m.named_parameters() if 'backbone' not in n], lr=o.lr * o.head_lr_mult,
+                   lr_mult=o.head_lr_mult, name='head')]
+    fused = next(m.parameters()).device.type in ('cpu', 'cuda')   # the step counters stay on the device: no host read
+    return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay, fused=fused)
+
+def make_scheduler(opt: torch.optim.Optimizer, o: OptimConfig) -> torch.optim.lr_scheduler.LambdaLR:
+    "The poly schedule on every group; step i at the rate of step i - `lr_lag` (V2's code sets it after the step)."
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda it: lr_factor(max(it - o.lr_lag, 0), o.iters, o.poly_power, o.warmup_iters))
+
 # %% ../nbs/17_state.ipynb #321923ba
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
     num_classes = data.info.num_classes
     student = build_model(num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem, cfg.model.aux,
                           cfg.model.pretrained, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels,
-                          checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic).to(device)
+                          checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic,
+                          lock_backbone=cfg.model.lock_backbone).to(device)
     if cfg.model.channels_last: student = student.to(memory_format=torch.channels_last)
     teacher = make_teacher(student) if cfg.method.name != 'supervised' else None
     if cfg.model.compile:
@@ -67,10 +88,8 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
         device_ids = [device.index] if device.type == 'cuda' else None
         student = nn.parallel.DistributedDataParallel(student, device_ids=device_ids)
     optim = cfg.optim
-    opt = torch.optim.SGD(param_groups(student, optim.lr, optim.head_lr_mult), lr=optim.lr, momentum=optim.momentum,
-                          weight_decay=optim.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda it: lr_factor(it, optim.iters, optim.poly_power, optim.warmup_iters))
+    opt = make_optimizer(student, optim)
+    sched = make_scheduler(opt, optim)
     scaler = torch.amp.GradScaler(device.type, enabled=optim.amp == 'fp16')
     method = cfg.method
     bank = ConfidenceBank(num_classes, method.tau, method.indicator, method.bank_init, method.absent_as_zero,
@@ -217,8 +236,9 @@ def load_model(path,                 # a checkpoint written by `train`
     if which == 'auto': which = 'teacher' if ck.get('teacher') is not None else 'student'
     if which not in ('teacher', 'student'): raise ValueError(f"which={which!r}: choose 'teacher', 'student' or 'auto'")
     if ck.get(which) is None: raise DataError(path, f"holds no {which} (a {cfg.method.name!r} run); use the student")
-    model = DeepLabV3Plus(info.num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem,
-                          cfg.model.aux, None, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels)
+    model = (DPT(info.num_classes, cfg.model.backbone) if cfg.model.backbone in DINOV2 else
+             DeepLabV3Plus(info.num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem,
+                           cfg.model.aux, None, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels))
     load_weights(model, ck[which], path, ck['config'])
     return model.to(device).eval(), info, cfg, which
 

@@ -258,3 +258,17 @@ def test_folded_draws_hold_only_what_was_measured():
         tails = [100 * c['metrics'][c['primary']]['tail_miou'] for c in cells.values() if c.get('grid') and c['variant'].startswith(method)]
         assert len(tails) == 3 and round(np.mean(tails), 1) == means[method]['tail']['mean']
         assert round(np.std(tails, ddof=1), 1) == means[method]['tail']['sd']
+
+
+def test_unimatch_v2_gpu_plumbing(tmp_path):
+    "bench/unimatch_v2_gpu.sh OUT --cpu: the tiny ViT's two steps, V2 alone and with AEL's parts, in two files."
+    r = subprocess.run(['bash', str(REPO / 'bench' / 'unimatch_v2_gpu.sh'), str(tmp_path), '--cpu'], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['unimatch_v2_gpu.json', 'unimatch_v2_gpu.md']
+    res = json.loads((tmp_path / 'unimatch_v2_gpu.json').read_text())
+    assert [(c['arch'], c['ael'], c['rc'], c['steps']) for c in res['cases']] == [('dinov2_tiny', False, 0, 2),
+                                                                                ('dinov2_tiny', True, 0, 2)]
+    assert not res['not_run'] and all(c['s_per_iter'] > 0 and c['images_per_step'] == 8 for c in res['cases'])
+    md = (tmp_path / 'unimatch_v2_gpu.md').read_text()
+    assert md.count('| dinov2_tiny | 28 | 8 |') == 2 and 'V2 logs' in md

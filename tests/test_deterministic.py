@@ -63,10 +63,10 @@ def test_ohem_threshold_is_kthvalues():
         v[torch.randperm(300, generator=g)[:50]] = torch.inf
         assert v.topk(k, largest=False, sorted=False).values.max() == v.kthvalue(k).values
 
-def recorded(preset, method, out, on: bool = True) -> dict:
-    "The ops of a tiny run's second step that would raise on a GPU under `run.deterministic=on`."
+def recorded(preset, method, out, on: bool = True, *extra) -> dict:
+    "The ops of a tiny run's second step that would raise on a GPU under `run.deterministic=on` (and `extra` overrides)."
     torch.set_num_threads(1)
-    with setup(tiny_config(preset, method, out, f'run.deterministic={on}')) as run:
+    with setup(tiny_config(preset, method, out, f'run.deterministic={on}', *extra)) as run:
         run.step()
         with cuda_nondeterministic_ops() as ops: run.step()
         assert torch.are_deterministic_algorithms_enabled() == on
@@ -92,6 +92,13 @@ def test_each_change_is_needed(tmp_path, monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(ael_nb.cutmix, '_hook', lambda parent, lab, nb: parent.scatter_reduce_(0, lab.long(), nb, 'amax'))
     assert set(recorded('cityscapes', 'ael', tmp_path / 'b')) == {'scatter_reduce'}
+
+def test_dinov2_step_has_deterministic_cuda_kernels(tmp_path):
+    "UniMatch V2's network (DINOv2 + DPT) at a 2x3 patch grid: on, no op lacks a kernel; off, its resizes' backwards do."
+    dino = ('model.backbone=dinov2_tiny', 'data.crop_size=28,42')
+    assert recorded('cpu', 'ael', tmp_path / 'on', True, *dino) == {}
+    off = recorded('cpu', 'ael', tmp_path / 'off', False, *dino)
+    assert {'upsample_bilinear2d_backward', 'upsample_bicubic2d_backward'} <= set(off), off
 
 def test_bilinear_path_matches_interpolate():
     "The switch's resize (two matrix products) gives `F.interpolate`'s values and gradients, to rounding."

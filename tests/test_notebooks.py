@@ -26,3 +26,12 @@ def test_differences_notebook_stores_the_generated_table():
     stored = [''.join(o['data']['text/markdown']) for o in cell['outputs'] if 'text/markdown' in o.get('data', {})]
     assert stored == [differences_table()], ("nbs/27_differences.ipynb stores another table than differences_table() "
                                              "makes: run `nbdev-test --save nbs/27_differences.ipynb && nbdev-clean`")
+
+def test_differences_notebook_stores_the_v2_table():
+    "27_differences stores UniMatch V2's table as `v2_differences_table()` makes it now."
+    from ael_nb.config import v2_differences_table
+    cells = json.loads((NBS / '27_differences.ipynb').read_text())['cells']
+    cell, = [c for c in cells if c['cell_type'] == 'code' and 'v2_table()' in ''.join(c['source'])]
+    stored = [''.join(o['data']['text/markdown']) for o in cell['outputs'] if 'text/markdown' in o.get('data', {})]
+    assert stored == [v2_differences_table()], ("nbs/27_differences.ipynb stores another V2 table than the code makes: "
+                                                "run `nbdev-test --save nbs/27_differences.ipynb && nbdev-clean`")

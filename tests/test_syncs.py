@@ -17,14 +17,15 @@ from tiny_presets import tiny_config
 #   (`tests/test_digests.py`). ACM's region search reads nothing: `component_ids` runs a fixed number of rounds.
 # - Mean Teacher, 1 `index (bool mask)` and its backward's `index_put`: its consistency loss averages over the valid
 #   pixels by a boolean index (`18_steps`), kept as it is: a masked sum would add in another order.
-# - FixMatch 1 `tolist`, UniMatch 2: `strong_view` reads its uniforms to choose each image's photometric ops
+# - FixMatch 1 `tolist`, UniMatch and UniMatch V2 2: `strong_view` reads its uniforms to choose each image's photometric ops
 #   (torchvision's functional ops take Python numbers), once per strong view.
 READ = {'tolist (to host)': 1}
 AEL = {'tolist (to host)': 1, '_local_scalar_dense': 1}
 STRONG = lambda views: {'tolist (to host)': 1 + views}
 EXPECTED = {('cpu', 'supervised'): READ, ('cpu', 'cutmix'): READ, ('cpu', 'ael'): AEL,
             ('cpu', 'meanteacher'): {**READ, 'index (bool mask)': 1, 'index_put (bool mask)': 1},
-            ('cpu', 'fixmatch'): STRONG(1), ('cpu', 'unimatch'): STRONG(2),
+            ('cpu', 'fixmatch'): STRONG(1), ('cpu', 'unimatch'): STRONG(2), ('cpu', 'unimatch_v2'): STRONG(2),
+            **{(f'{d}-unimatch_v2', None): STRONG(2) for d in ('voc', 'cityscapes', 'ade20k')},
             **{(p, None): AEL for p in ('cityscapes', 'voc', 'ade20k', 'cpu96', 'folder', 'cityscapes-authors',
                                         'voc-authors')},
             **{(f'{d}-{m}', None): STRONG(1 if m == 'fixmatch' else 2) for d in ('cityscapes', 'voc')

@@ -1,0 +1,200 @@
+"""Golden figures of UniMatch V2's training step: run the body of the loop in V2's `unimatch_v2.py` (inside its
+`main()`, read from a checkout and executed with `.cuda()` patched out) for 3 iterations, and write what it computed to
+`tests/golden/unimatch_v2_step.json`; `tests/test_unimatch_v2_step_golden.py` holds the kit's `unimatch_v2_step` to
+those figures on every run, without V2's code.
+
+    python tools/unimatch_v2_step_golden.py --v2-repo /path/to/UniMatch-V2 [--out tests/golden/unimatch_v2_step.json]
+
+Both sides train the same tiny network (`StandIn`: V2's model interface, its complementary dropout copied from V2's
+`model/semseg/dpt.py` onto a conv feature map; the DINOv2 + DPT network itself has its own golden test) from the same
+seeded weights on the same seeded inputs: labeled images and labels, weak and two strong views, padding, the two
+CutMix boxes, and the same global seed before each step, so that the dropout masks agree. Equal: the three losses,
+the learning rates of both AdamW groups, and the student's and the EMA teacher's weights after each step."""
+from __future__ import annotations
+import argparse, ast, contextlib, json, subprocess, sys, time, warnings
+from copy import deepcopy
+from pathlib import Path
+import torch
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+from ael_nb.config import get_config
+from ael_nb.conf_bank import ConfidenceBank
+from ael_nb.state import TrainState, make_optimizer, make_scheduler
+from ael_nb.teacher import make_teacher, ema_update
+from ael_nb.unimatch_v2 import v2_boxes
+import ael_nb.unimatch_v2 as kit_v2
+
+GOLDEN = ROOT/'tests'/'golden'/'unimatch_v2_step.json'
+V2_COMMIT = 'f6afb4dfca2d9dcbcee2307e97717954ca75c0ba'
+SETTING = dict(classes=5, batch=4, size=28, iters=3, epoch_len=40, lr=1e-3, lr_multi=40.0, conf_thresh=0.3, seed=0)
+# 3 steps from the start (the EMA's warm-up, the lr's first steps) and from step 400 of 800 (decay capped at 0.996)
+CASES = dict(start=dict(epoch=0, epochs=1), late=dict(epoch=10, epochs=20))
+TOL = 1e-5
+
+class StandIn(nn.Module):
+    "V2's model interface on a conv: `.backbone`, `lock_backbone()`, forward(x, comp_drop) with dpt.py's dropout."
+    def __init__(self, num_classes: int, dim: int = 8, dict_out: bool = True):
+        super().__init__()
+        self.backbone, self.head = nn.Conv2d(3, dim, 3, padding=1), nn.Conv2d(dim, num_classes, 1)
+        self.binomial, self.dict_out = torch.distributions.binomial.Binomial(probs=0.5), dict_out
+    def lock_backbone(self): self.backbone.requires_grad_(False)
+    def forward(self, x, comp_drop=False):
+        f = self.backbone(x).relu()
+        if comp_drop:
+            bs, dim = len(f), f.shape[1]
+            m1 = self.binomial.sample((bs // 2, dim)) * 2.0; m2 = 2.0 - m1
+            kept = torch.randperm(bs // 2)[:int(bs // 2 * 0.5)]
+            m1[kept, :] = 1.0; m2[kept, :] = 1.0
+            f = f * torch.cat((m1, m2))[:, :, None, None]
+        out = self.head(f)
+        return {'out': out} if self.dict_out else out
+
+def network(dict_out: bool) -> StandIn:
+    torch.manual_seed(SETTING['seed']); return StandIn(SETTING['classes'], dict_out=dict_out)
+
+def batch(it: int) -> dict:
+    "Iteration `it`'s inputs as V2's loaders give them (ignore_mask 255 on padding; boxes from V2's law)."
+    s = SETTING; g = torch.Generator().manual_seed(1000 + it)
+    B, C, H = s['batch'], s['classes'], s['size']
+    img = lambda: torch.randn(B, 3, H, H, generator=g)
+    mask_x = torch.randint(0, C, (B, H, H), generator=g); mask_x[:, :3] = 255
+    ignore = torch.zeros(B, H, H, dtype=torch.long); ignore[1, :, -5:] = 255
+    return dict(img_x=img(), mask_x=mask_x, img_u_w=img(), img_u_s1=img(), img_u_s2=img(), ignore_mask=ignore,
+                cutmix_box1=v2_boxes(B, H, H, g).long(), cutmix_box2=v2_boxes(B, H, H, g).long())
+
+def _figures(student, teacher, lrs, losses) -> dict:
+    "What one step leaves: its losses, the rates it trained at, per-tensor sums of the student's and teacher's weights."
+    sums = lambda m: [[float(p.detach().double().sum()), float(p.detach().double().pow(2).sum())]
+                          for p in m.parameters()]
+    return dict(losses=losses, lr=lrs, student=sums(student), teacher=sums(teacher))
+
+# ---------------------------------------------------------------- V2's side
+@contextlib.contextmanager
+def no_cuda():
+    "`.cuda()` of tensors and modules returns them as they are (V2's code calls it everywhere)."
+    t, m = torch.Tensor.cuda, nn.Module.cuda
+    torch.Tensor.cuda = lambda self, *a, **k: self; nn.Module.cuda = lambda self, *a, **k: self
+    try: yield
+    finally: torch.Tensor.cuda, nn.Module.cuda = t, m
+
+def v2_parts(repo) -> dict:
+    "The statements of V2's `main()` a step needs, by what they do, compiled from the checkout's `unimatch_v2.py`."
+    tree = ast.parse((Path(repo)/'unimatch_v2.py').read_text())
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'main')
+    text = lambda n: ast.unparse(n)
+    pick = lambda pred: [n for n in main.body if pred(text(n))]
+    epochs = next(n for n in main.body if isinstance(n, ast.For) and text(n.target) == 'epoch')
+    loop = next(n for n in epochs.body if isinstance(n, ast.For) and 'enumerate(loader)' in text(n.iter))
+    body = ast.Module(body=loop.body, type_ignores=[])
+    lr = [n for n in loop.body if text(n).startswith(('lr = cfg', 'optimizer.param_groups['))]
+    assert len(lr) == 3, [text(n)[:40] for n in lr]
+    setup = pick(lambda s: s.startswith(('optimizer = AdamW', 'model_ema = deepcopy', 'model_ema.eval()',
+                                         'for param in model_ema.parameters()', 'criterion_u =', 'total_iters ='))
+                 or (s.startswith('if cfg[') and 'criterion_l' in s))
+    assert len(setup) == 7, [text(n)[:40] for n in setup]
+    return dict(setup=compile(ast.Module(body=setup, type_ignores=[]), 'unimatch_v2.py:main', 'exec'),
+                step=compile(body, 'unimatch_v2.py:main:loop', 'exec'),
+                lr=compile(ast.Module(body=lr, type_ignores=[]), 'unimatch_v2.py:main:lr', 'exec'))
+
+class _Meter:
+    def update(self, v): pass
+
+class _Loader:
+    def __len__(self): return SETTING['epoch_len']
+
+def v2_steps(repo, epoch: int, epochs: int) -> list[dict]:
+    "V2's loop body for `SETTING['iters']` iterations from the start of `epoch` on the stand-in; figures after each."
+    from torch.optim import AdamW
+    s, parts = SETTING, v2_parts(repo)
+    cfg = dict(lr=s['lr'], lr_multi=s['lr_multi'], conf_thresh=s['conf_thresh'], epochs=epochs,
+               criterion=dict(name='CELoss', kwargs=dict(ignore_index=255)))
+    ns = dict(torch=torch, nn=nn, AdamW=AdamW, deepcopy=deepcopy, cfg=cfg, model=network(dict_out=False), rank=1,
+              local_rank=0, trainloader_u=_Loader(), epoch=epoch, total_loss=_Meter(), total_loss_x=_Meter(),
+              total_loss_s=_Meter(), total_mask_ratio=_Meter())
+    out = []
+    with no_cuda():
+        exec(parts['setup'], ns)
+        ns['model'].train()
+        if epoch: exec(parts['lr'], ns | dict(iters=epoch * s['epoch_len'] - 1))   # the rate the step before set
+        for i in range(s['iters']):
+            ns.update(batch(i), i=i)
+            lrs = [g['lr'] for g in ns['optimizer'].param_groups]
+            torch.manual_seed(100 + i)
+            exec(parts['step'], ns)
+            losses = [float(ns[k].detach()) for k in ('loss_x', 'loss_u_s1', 'loss_u_s2', 'loss')]
+            out.append(_figures(ns['model'], ns['model_ema'], lrs, losses))
+    return out
+
+# ---------------------------------------------------------------- the kit's side
+def kit_state(epochs: int, overrides=()) -> TrainState:
+    "A `TrainState` on the stand-in at V2's settings (as `voc-unimatch_v2` sets them) and the golden setting."
+    s = SETTING
+    cfg = get_config('cpu', overrides=['method.name=unimatch_v2', 'optim.optimizer=adamw', f"optim.lr={s['lr']}",
+                                       f"optim.head_lr_mult={s['lr_multi']}", 'optim.weight_decay=0.01',
+                                       'optim.lr_lag=1', f"optim.iters={s['epoch_len'] * epochs}", 'optim.sup_loss=ce',
+                                       'method.ema_decay=0.996', f"method.conf_thresh={s['conf_thresh']}",
+                                       'method.alpha_rampup=0', *overrides])
+    student = network(dict_out=True).train()
+    opt = make_optimizer(student, cfg.optim)
+    return TrainState(cfg, None, student, make_teacher(student), opt, make_scheduler(opt, cfg.optim), None,
+                      ConfidenceBank(s['classes']))
+
+def kit_steps(epoch: int, epochs: int, overrides=()) -> list[dict]:
+    "`unimatch_v2_step` for the same iterations, its strong views and boxes fed from `batch` as V2's loader feeds."
+    state, out, start = kit_state(epochs, overrides), [], epoch * SETTING['epoch_len']
+    with warnings.catch_warnings():             # the schedule moved on to `start` before any optimiser step
+        warnings.simplefilter('ignore'); [state.scheduler.step() for _ in range(start)]
+    for i in range(SETTING['iters']):
+        b = batch(i)
+        views, boxes = iter([b['img_u_s1'], b['img_u_s2']]), iter([b['cutmix_box1'], b['cutmix_box2']])
+        lb = dict(image=b['img_x'], label=b['mask_x'])
+        ub = dict(image=b['img_u_w'], valid=b['ignore_mask'] != 255, index=torch.arange(len(b['img_u_w'])))
+        lrs = [g['lr'] for g in state.optimizer.param_groups]
+        with _patched(kit_v2, strong_view=lambda *a, **k: next(views), v2_boxes=lambda *a, **k: next(boxes).bool()):
+            state.optimizer.zero_grad(set_to_none=True)
+            torch.manual_seed(100 + i)
+            loss, logs, _ = kit_v2.unimatch_v2_step(state, lb, ub, torch.Generator().manual_seed(i))
+        loss.backward(); state.optimizer.step(); state.scheduler.step()
+        ema_update(state.teacher, state.student, start + i, state.cfg.method.ema_decay, state.cfg.method.ema_buffers)
+        losses = [float(logs[k]) for k in ('loss_s', 'loss_s1', 'loss_s2')] + [float(loss.detach())]
+        out.append(_figures(state.student, state.teacher, lrs, losses))
+    return out
+
+@contextlib.contextmanager
+def _patched(module, **names):
+    old = {k: getattr(module, k) for k in names}
+    for k, v in names.items(): setattr(module, k, v)
+    try: yield
+    finally:
+        for k, v in old.items(): setattr(module, k, v)
+
+def compare(kit: list[dict], v2: list[dict], tol: float = TOL) -> list[str]:
+    "Where `kit`'s figures differ from `v2`'s by more than `tol` (relative to max(1, |value|)): 'step i key: a vs b'."
+    bad = []
+    def walk(a, b, where):
+        if isinstance(a, list): return [walk(x, y, f'{where}[{j}]') for j, (x, y) in enumerate(zip(a, b))]
+        if abs(a - b) > tol * max(1.0, abs(b)): bad.append(f'{where}: {a} vs {b}')
+    for i, (k, v) in enumerate(zip(kit, v2)):
+        for key in v: walk(k[key], v[key], f'step {i} {key}')
+    return bad
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--v2-repo', required=True, help='a checkout of LiheYoung/UniMatch-V2 (outside this repository)')
+    ap.add_argument('--out', default=str(GOLDEN))
+    a = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    git = lambda *c: subprocess.run(['git', '-C', a.v2_repo, *c], capture_output=True, text=True).stdout.strip()
+    commit = git('rev-parse', 'HEAD') or V2_COMMIT     # an archive extract has no .git: the commit it was taken at
+    cases = {name: dict(inputs=c, steps=v2_steps(a.v2_repo, **c)) for name, c in CASES.items()}
+    Path(a.out).write_text(json.dumps(dict(v2_commit=commit, made_on=time.strftime('%Y-%m-%d'), setting=SETTING,
+                                           tolerance=TOL, cases=cases), indent=1) + '\n')
+    for name, c in cases.items():
+        diff = compare(kit_steps(**c['inputs']), c['steps'])
+        print(f"{name}: {len(c['steps'])} steps of V2's code; the kit "
+              f"{'agrees' if not diff else 'differs: ' + '; '.join(diff[:5])}")
+    return 0
+
+if __name__ == '__main__': sys.exit(main())
