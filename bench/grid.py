@@ -237,6 +237,9 @@ KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets',
                     ('method', 'table_rule', 'share'), ('method', 'acm_full', 'region'), ('method', 'box_position', 'uniform'),
                     ('method', 'cp_choice', 'present'),
                     ('method', 'spare_unseen', 0.0),   # off: the paper's unlabeled loss
+                    # UniMatch V2's keys (18d, 05a), at their defaults: no effect on the ResNet methods with SGD
+                    ('model', 'lock_backbone', False), ('optim', 'optimizer', 'sgd'), ('optim', 'betas', [0.9, 0.999]),
+                    ('optim', 'lr_lag', 0), ('method', 'comp_drop', True),
                     # the weak-to-strong frameworks' keys (issue 24), at their defaults: no effect on the earlier methods
                     ('method', 'base', 'cutmix'), ('method', 'teacher', 'ema'), ('method', 'conf_thresh', 0.95),
                     ('method', 'strong_views', 2), ('method', 'fp_dropout', 0.5), ('method', 'unimatch_weights', [0.5, 0.5]),
