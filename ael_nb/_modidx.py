@@ -569,6 +569,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'ael_nb.model.auto_dinov2': ('model.html#auto_dinov2', 'ael_nb/model.py'),
                               'ael_nb.model.auto_imagenet': ('model.html#auto_imagenet', 'ael_nb/model.py'),
                               'ael_nb.model.build_model': ('model.html#build_model', 'ael_nb/model.py'),
+                              'ael_nb.model.cached_or_download': ('model.html#cached_or_download', 'ael_nb/model.py'),
                               'ael_nb.model.conv_bn_relu': ('model.html#conv_bn_relu', 'ael_nb/model.py'),
                               'ael_nb.model.dinov2_file': ('model.html#dinov2_file', 'ael_nb/model.py'),
                               'ael_nb.model.dinov2_help': ('model.html#dinov2_help', 'ael_nb/model.py'),

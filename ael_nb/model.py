@@ -26,8 +26,9 @@ from .dpt import DINOV2, DPT
 # %% auto #0
 __all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'DINOV2_UNUSED', 'resnet_backbone', 'conv_bn_relu',
            'ASPP', 'interp_matrix', 'resize_bilinear', 'DeepLabV3Plus', 'build_model', 'read_state_dict', 'unwrap',
-           'load_backbone', 'imagenet_url', 'imagenet_checkpoint', 'reachable', 'fetch_command', 'auto_imagenet',
-           'load_pretrained', 'dinov2_file', 'dinov2_help', 'auto_dinov2', 'load_dinov2', 'param_groups']
+           'load_backbone', 'imagenet_url', 'imagenet_checkpoint', 'reachable', 'cached_or_download', 'fetch_command',
+           'auto_imagenet', 'load_pretrained', 'dinov2_file', 'dinov2_help', 'auto_dinov2', 'load_dinov2',
+           'param_groups']
 
 # %% ../nbs/05_model.ipynb #1a78d2ac
 RESNETS = dict(resnet18=resnet.resnet18, resnet34=resnet.resnet34,
@@ -326,6 +327,17 @@ def reachable(url: str,            # an http(s) address
     t = threading.Thread(target=probe, daemon=True); t.start(); t.join(timeout)   # a hung name lookup is left behind
     return bool(ok)
 
+# %% ../nbs/05_model.ipynb #91de26e8
+def cached_or_download(url: str,    # where the file is published
+                       cached: Path, # where the torch cache keeps it
+                      ) -> tuple[Path | None, str]:
+    "`cached` when it is there or `url` downloads to it (not tried under `AEL_OFFLINE`); else None and why not."
+    if cached.is_file(): return cached, ''
+    if os.environ.get('AEL_OFFLINE'): return None, f"{cached} is missing and AEL_OFFLINE is set (no download tried)"
+    if not reachable(url): return None, f"{cached} is missing and {urlsplit(url).hostname} is out of reach"
+    err = _download(url, cached)
+    return (cached, '') if err is None else (None, f"{url} could not be downloaded ({err})")
+
 # %% ../nbs/05_model.ipynb #172c6a67
 def fetch_command(backbone: str) -> str:
     "The shell command that puts torchvision's ImageNet weights for `backbone` into the torch cache."
@@ -336,15 +348,12 @@ def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
                  ) -> Path | None:
     "torchvision's ImageNet weights when cached or downloadable (not tried under `AEL_OFFLINE`); else None, and why."
     url = imagenet_url(backbone); cached = Path(torch.hub.get_dir())/'checkpoints'/url.rsplit('/', 1)[-1]
-    if deep_stem: why = "torchvision has no ImageNet weights for the 3x3 deep stem (model.deep_stem=true)"
-    elif cached.is_file(): return cached
-    elif os.environ.get('AEL_OFFLINE'): why = f"{cached} is missing and AEL_OFFLINE is set (no download tried)"
-    elif not reachable(url): why = f"{cached} is missing and {urlsplit(url).hostname} is out of reach"
-    elif (err := _download(url, cached)) is None: return cached
-    else: why = f"{url} could not be downloaded ({err})"
-    if is_main(): print(f"model.pretrained=auto: the {backbone} backbone trains from scratch: {why}; to start from "
-                        f"ImageNet, fetch the weights once with: {fetch_command(backbone)}", flush=True)
-    return None
+    if deep_stem: path, why = None, "torchvision has no ImageNet weights for the 3x3 deep stem (model.deep_stem=true)"
+    else: path, why = cached_or_download(url, cached)
+    if path is None and is_main():
+        print(f"model.pretrained=auto: the {backbone} backbone trains from scratch: {why}; to start from ImageNet, "
+              f"fetch the weights once with: {fetch_command(backbone)}", flush=True)
+    return path
 
 # %% ../nbs/05_model.ipynb #08a28084
 def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` or a `DPT` (`load_dinov2`), possibly DDP-wrapped
@@ -394,15 +403,11 @@ def dinov2_help(arch: str) -> str:
 def auto_dinov2(arch: str) -> Path | None:
     "Meta's DINOv2 file for `arch` when cached or downloadable (not tried under `AEL_OFFLINE`); else None, and why."
     url = DINOV2[arch].url
-    if url is None: why = 'Meta publishes no weights for this test size'
-    elif (cached := dinov2_file(arch)).is_file(): return cached
-    elif os.environ.get('AEL_OFFLINE'): why = f"{cached} is missing and AEL_OFFLINE is set (no download tried)"
-    elif not reachable(url): why = f"{cached} is missing and {urlsplit(url).hostname} is out of reach"
-    elif (err := _download(url, cached)) is None: return cached
-    else: why = f"{url} could not be downloaded ({err})"
-    if is_main(): print(f"model.pretrained=auto: the {arch} backbone trains from scratch: {why}; "
-                        f"{dinov2_help(arch)}", flush=True)
-    return None
+    if url is None: path, why = None, 'Meta publishes no weights for this test size'
+    else: path, why = cached_or_download(url, dinov2_file(arch))
+    if path is None and is_main(): print(f"model.pretrained=auto: the {arch} backbone trains from scratch: {why}; "
+                                         f"{dinov2_help(arch)}", flush=True)
+    return path
 
 # %% ../nbs/05_model.ipynb #5f725a9b
 def load_dinov2(model: nn.Module,  # a `DPT` (possibly DDP-wrapped)
