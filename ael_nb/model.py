@@ -442,11 +442,11 @@ def head_parameters(self: DeepLabV3Plus):
     "Parameters of everything but the ResNet (ASPP, decoder, classifier, auxiliary head)."
     return (p for n, p in self.named_parameters() if not n.startswith('backbone.'))
 
-def param_groups(model: nn.Module,            # a `DeepLabV3Plus` (possibly DDP-wrapped)
+def param_groups(model: nn.Module,            # a `DeepLabV3Plus` or a `DPT` (possibly DDP-wrapped)
                  lr: float,                   # base learning rate (backbone)
-                 head_lr_mult: float = 10.0,  # heads learn this much faster (authors: 10)
+                 head_lr_mult: float = 10.0,  # heads learn this much faster (authors: 10, UniMatch V2: 40)
                 ) -> list[dict]:
-    "Optimizer parameter groups: backbone at `lr`, heads at `lr * head_lr_mult`."
-    m = unwrap(model)
-    return [dict(params=list(m.backbone_parameters()), lr=lr, lr_mult=1.0, name='backbone'),
-            dict(params=list(m.head_parameters()), lr=lr * head_lr_mult, lr_mult=head_lr_mult, name='head')]
+    "Optimizer parameter groups: backbone at `lr`, heads at `lr * head_lr_mult`; a frozen (locked) weight in neither."
+    m, trained = unwrap(model), lambda ps: [p for p in ps if p.requires_grad]
+    return [dict(params=trained(m.backbone_parameters()), lr=lr, lr_mult=1.0, name='backbone'),
+            dict(params=trained(m.head_parameters()), lr=lr * head_lr_mult, lr_mult=head_lr_mult, name='head')]

@@ -52,17 +52,11 @@ def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float
     return max(0.0, 1 - it / iters) ** power
 
 # %% ../nbs/17_state.ipynb #d48e5aa7
-def make_optimizer(student: nn.Module, o: OptimConfig) -> torch.optim.Optimizer:
-    "SGD with momentum over `param_groups`, or AdamW over V2's groups (`.backbone` at lr, the rest x head_lr_mult)."
-    if o.optimizer == 'sgd':
-        return torch.optim.SGD(param_groups(student, o.lr, o.head_lr_mult), lr=o.lr, momentum=o.momentum,
-                               weight_decay=o.weight_decay)
-    m = unwrap(student)
-    groups = [dict(params=[p for p in m.backbone.parameters() if p.requires_grad], lr=o.lr, lr_mult=1.0,
-                   name='backbone'),
-              dict(params=[p for n, p in m.named_parameters() if 'backbone' not in n], lr=o.lr * o.head_lr_mult,
-                   lr_mult=o.head_lr_mult, name='head')]
-    fused = next(m.parameters()).device.type in ('cpu', 'cuda')   # the step counters stay on the device: no host read
+def make_optimizer(groups: list[dict], # `ael_nb.model.param_groups`: backbone at lr, the heads x head_lr_mult
+                   o: OptimConfig) -> torch.optim.Optimizer:
+    "SGD with momentum (the paper), or AdamW (UniMatch V2), over the parameter groups."
+    if o.optimizer == 'sgd': return torch.optim.SGD(groups, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
+    fused = groups[-1]['params'][0].device.type in ('cpu', 'cuda')   # step counters on the device: no host read
     return torch.optim.AdamW(groups, lr=o.lr, betas=o.betas, weight_decay=o.weight_decay, fused=fused)
 
 def make_scheduler(opt: torch.optim.Optimizer, o: OptimConfig) -> torch.optim.lr_scheduler.LambdaLR:
@@ -88,7 +82,7 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
         device_ids = [device.index] if device.type == 'cuda' else None
         student = nn.parallel.DistributedDataParallel(student, device_ids=device_ids)
     optim = cfg.optim
-    opt = make_optimizer(student, optim)
+    opt = make_optimizer(param_groups(student, optim.lr, optim.head_lr_mult), optim)
     sched = make_scheduler(opt, optim)
     scaler = torch.amp.GradScaler(device.type, enabled=optim.amp == 'fp16')
     method = cfg.method

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 from ael_nb.config import get_config
 from ael_nb.conf_bank import ConfidenceBank
+from ael_nb.model import param_groups
 from ael_nb.state import TrainState, make_optimizer, make_scheduler
 from ael_nb.teacher import make_teacher, ema_update
 from ael_nb.unimatch_v2 import v2_boxes
@@ -136,7 +137,7 @@ def kit_state(epochs: int, overrides=()) -> TrainState:
                                        'method.ema_decay=0.996', f"method.conf_thresh={s['conf_thresh']}",
                                        'method.alpha_rampup=0', *overrides])
     student = network()
-    opt = make_optimizer(student, cfg.optim)
+    opt = make_optimizer(param_groups(student, cfg.optim.lr, cfg.optim.head_lr_mult), cfg.optim)
     return TrainState(cfg, None, student, make_teacher(student), opt, make_scheduler(opt, cfg.optim), None,
                       ConfidenceBank(s['classes']))
 
