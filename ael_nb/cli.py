@@ -250,6 +250,7 @@ def read_stored(p: Path) -> dict|None:
     pc = m.get('per_class')   # None, or a class None: not measured (a draw folded in from elsewhere with what was measured)
     return dict(where=str(p.parent if p.name == 'summary.json' else p), key=rec.get('key'), method=method, seed=cfg['run']['seed'],
                 split=rec.get('manifest_hash'), setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=_pct(m.get('miou')),
+                method_keys={k: v for k, v in flat_settings(cfg).items() if k.startswith('method.')},
                 per_class=None if pc is None else {c: _pct(v) for c, v in pc.items()},
                 iters=rec.get('it', cfg['optim']['iters']), time_s=rec.get('time_s')) | provenance(rec, cfg)
 
@@ -273,7 +274,8 @@ def draws_like(run_dir,       # a finished run directory (config.yaml, summary.j
     run = read_stored(Path(run_dir) / 'summary.json')
     if run is None: raise DataError(Path(run_dir) / 'summary.json', 'not a finished run (no last evaluation, or no config.yaml)')
     here = Path(run_dir).resolve()
-    return run, [d for d in stored_draws(results) if d['setting'] == run['setting'] and Path(d['where']).resolve() != here]
+    same = lambda d: d['setting'] == run['setting'] and (d['method'] != run['method'] or d['method_keys'] == run['method_keys'])
+    return run, [d for d in stored_draws(results) if same(d) and Path(d['where']).resolve() != here]
 
 # %% ../nbs/23_cli.ipynb #d38a0006
 def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)

@@ -3,7 +3,8 @@
     python bench/draws.py                  # writes bench/results/default_draws.json, prints the README's sentences
     python bench/draws.py --results DIR    # the draws stored under another folder (written there)
 
-A draw is one stored result at the `cpu` preset's setting (`ael_nb.cli.setting_of`): grid `cheaper`'s rows that resolve
+A draw is one stored result at the `cpu` preset's setting (`ael_nb.cli.setting_of`; an AEL draw also with the preset's
+`method.*` keys, so a screened candidate is no draw of the default): grid `cheaper`'s rows that resolve
 to it (`tests/test_bench.py::test_cpu_rows_are_the_cpu_preset`), any other cell at that setting, and the default runs'
 folders (`bench/results/default-run-cpu-*/`), read by `ael_nb.cli.stored_draws`, the reader `ael-train`'s closing
 summary uses. A result repeats to the digit given its instruction path, thread count and torch version: each draw's
@@ -18,7 +19,7 @@ import argparse, json
 from pathlib import Path
 import numpy as np
 from ael_nb.cli import setting_of, stored_draws
-from ael_nb.config import get_config, to_dict
+from ael_nb.config import flat_settings, get_config, to_dict
 from ael_nb.core import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / 'results'
@@ -45,7 +46,10 @@ def paired(draws: list[dict]) -> dict:
 def default_draws(results: Path) -> dict:
     "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read."
     want = setting_of(to_dict(get_config('cpu')))
-    at = [d for d in stored_draws(results) if d['setting'] == want and d['method'] in METHODS]
+    ael = {k: v for k, v in flat_settings(get_config('cpu')).items() if k.startswith('method.')}
+    # an AEL cell with a method switch of its own (a screened candidate) is another method, not a draw of the default
+    at = [d for d in stored_draws(results) if d['setting'] == want and d['method'] in METHODS
+          and (d['method'] != 'ael' or d['method_keys'] == ael)]
     rel = lambda d: Path(d['where']).relative_to(results.resolve()).as_posix() if Path(d['where']).is_relative_to(results.resolve()) else d['where']
     paths = {}
     for p in sorted({d['path'] for d in at if d['path']}):

@@ -272,3 +272,27 @@ def test_unimatch_v2_gpu_plumbing(tmp_path):
     assert not res['not_run'] and all(c['s_per_iter'] > 0 and c['images_per_step'] == 8 for c in res['cases'])
     md = (tmp_path / 'unimatch_v2_gpu.md').read_text()
     assert md.count('| dinov2_tiny | 28 | 8 |') == 2 and 'V2 logs' in md
+
+
+def test_screen_rows_quote_their_cells():
+    "RESULTS' rows of issue 45's screen are the stored cells' figures (the candidate here, the default's stored AVX2 "
+    "draws of the same seeds), and the curve figures it quotes are the stored curves'."
+    import csv
+    res, text = REPO / 'bench' / 'results', (REPO / 'bench' / 'RESULTS.md').read_text()
+    tail = ['pole', 'sign', 'pedestrian', 'bicycle']
+    fig = lambda m: ' | '.join(f"{100 * v:.1f}" for v in [m['tail_miou'], m['miou']] + [m['per_class'][c] for c in tail])
+    cells = {}
+    for s in (0, 1):
+        for grid, name, label in (('cheaper', 'ael_s64x96_h64_lr0.02_b4_1600_ramp1600_fp32', 'AEL, the `cpu` setting (stored)'),
+                                  ('screen', 'ael_spare0.5_fp32', 'AEL + `method.spare_unseen=0.5`')):
+            c = json.loads((res / f'{grid}-synthetic96-800it' / f'{name}__1-8__s{s}.json').read_text())
+            assert 'AVX2' in c['host']['device'] and c['host']['threads'] == 1 and c['it'] == 1600
+            m = cells[grid, s] = c['metrics'][c['primary']]
+            assert f"| {s} | {label} | {fig(m)} |" in text
+    spare = json.loads((res / 'screen-synthetic96-800it' / 'ael_spare0.5_fp32__1-8__s0.json').read_text())['config']
+    assert spare['method']['spare_unseen'] == 0.5 and spare['optim']['amp'] == 'none'
+    assert all(cells['screen', 0]['per_class'][k] < cells['cheaper', 0]['per_class'][k] for k in ('road', 'car'))
+    cv = {(r['seed'], r['it'], r['model']): r for r in csv.DictReader((res / 'screen-synthetic96-800it_curves.csv').open())}
+    t12, t16 = (float(cv['0', it, 'teacher']['tail_miou']) for it in ('1200', '1600'))
+    assert f"tail mIoU {t12:.1f} at step 1200 and {t16:.1f} at 1600" in text
+    assert f"its student mIoU fell to\n  {float(cv['0', '1600', 'student']['miou']):.1f}," in text

@@ -314,3 +314,20 @@ def test_the_pair_in_either_order(trained, tmp_path, capsys):
     assert find_twin(ael) == (None, why)
     text = closing_summary(ael, tmp_path / 'res')
     assert why in text and 'its twin is one draw' not in text and f'--out {sup}2 ' in text.splitlines()[-1], text
+
+
+def test_a_screened_candidate_is_no_draw_of_the_run(trained, tmp_path):
+    "A stored AEL cell at the run's setting but with a method switch of its own (a screened candidate) is another "
+    "method: the closing summary does not count it among the run's draws; the same cell without the switch it does."
+    import yaml
+    from ael_nb.cli import draws_like
+    run = trained[0]
+    s, cfg = json.loads((run / 'summary.json').read_text()), yaml.safe_load((run / 'config.yaml').read_text())
+    (tmp_path / 'g').mkdir()
+    for name, spare in (('same', 0.0), ('candidate', 0.5)):
+        c = json.loads(json.dumps(cfg)); c['method']['spare_unseen'] = spare
+        cell = dict(grid='g', dataset='synthetic', iters=s['it'], seed=cfg['run']['seed'], variant=name, it=s['it'], key=name,
+                    manifest_hash=s['manifest_hash'], metrics=s['last'], config=c, time_s=1.0,
+                    host=dict(path=s['path'], threads=s['threads'], torch=s['torch']))
+        (tmp_path / 'g' / f'{name}.json').write_text(json.dumps(cell))
+    assert [Path(d['where']).name for d in draws_like(run, tmp_path)[1]] == ['same.json']
