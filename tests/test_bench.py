@@ -296,3 +296,21 @@ def test_screen_rows_quote_their_cells():
     t12, t16 = (float(cv['0', it, 'teacher']['tail_miou']) for it in ('1200', '1600'))
     assert f"tail mIoU {t12:.1f} at step 1200 and {t16:.1f} at 1600" in text
     assert f"its student mIoU fell to\n  {float(cv['0', '1600', 'student']['miou']):.1f}," in text
+
+
+def test_results_quote_the_rerun_and_the_split():
+    "RESULTS' cross-CPU reruns and its first evaluation/training split are the stored files' figures."
+    res, text = REPO / 'bench' / 'results', ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
+    name = 'supervised_s64x96_h64_lr0.02_b4_1600_ramp1600_fp32__1-8__s{}.json'
+    for s in (0, 1):
+        here, xeon = (json.loads((res / d / name.format(s)).read_text())
+                      for d in ('cheaper-synthetic96-800it-zen4', 'cheaper-synthetic96-800it'))
+        assert here['host']['path'] == 'avx2-fp32' and 'AMD EPYC' in here['host']['device'] and 'Xeon' in xeon['host']['device']
+        a, b = (100 * c['metrics']['student']['tail_miou'] for c in (here, xeon))
+        assert a != b and f"seed {s} {a:.2f} here vs {b:.2f}" in text
+    d = json.loads((res / 'eval_split_cpu-avx2-zen4.json').read_text())['split']
+    sup, ael = d['supervised']['tail'], d['ael']['tail']
+    assert sup['runs'] == ael['runs'] == 2 and sup['sets'] == 4
+    assert (f"moves tail mIoU by {sup['eval_sd']:.1f} points (sd, supervised) and {ael['eval_sd']:.1f} (AEL); AEL's training "
+            f"spread is {ael['train_sd']:.1f} points" in text and f"(evaluation share {100 * ael['eval_share']:.0f} %)" in text)
+    assert sup['observed_var_set0'] < sup['eval_var']          # the supervised seeds differ by less than evaluation noise
