@@ -435,7 +435,9 @@ def draw_report(run: dict,          # the run as a draw (`draws_like`)
     lines += [f"{who}'s tail is above {sum(v < d['tail'] for v in s_t)} of {len(s_t)} supervised draws" +
               (f" and above {sum(v < d['tail'] for v in a_t)} of {len(a_t)} stored {semi} draws" if semi else '') + f" at {_threads(t)}" for who, d, _ in ours]
     pairs = [(a, s) for a in _by_threads(mine, semi).get(t, []) for s in sup[t] if (a['seed'], a['split']) == (s['seed'], s['split'])]
-    if pairs: lines.append(f"paired gain, {semi} - supervised, same seed, path and thread count ({t}), {len(pairs)} seeds: {_gain(pairs)}")
+    seeds = len({a['seed'] for a, _ in pairs})
+    over = f"{seeds} seeds" + (f" ({len(pairs)} pairs)" if len(pairs) != seeds else '')
+    if pairs: lines.append(f"paired gain, {semi} - supervised, same seed, path and thread count ({t}), {over}: {_gain(pairs)}")
     return '\n'.join(lines)
 
 # %% ../nbs/23_cli.ipynb #d38a0009

@@ -32,6 +32,11 @@ def _mean_sd(x) -> dict|None:
 
 def _r(v): return None if v is None else round(v, 4)
 
+def over(g: dict) -> str:
+    "' over 3 seeds', or ' over 3 seeds (5 pairs)' where a seed has draws from more than one machine."
+    k = len(set(g['seeds']))
+    return f" over {k} seed{'s' * (k > 1)}" + (f" ({g['n']} pairs)" if g['n'] != k else '')
+
 def paired(draws: list[dict]) -> dict:
     "AEL minus supervised of the same seed and split, per thread count (one path's draws): tail and mIoU gains, mean and sd."
     out = {}
@@ -69,7 +74,7 @@ def readme_sentences(draws: dict) -> str:
         rng = lambda m: ('none stored' if not e[m] else f"{e[m][0]:.1f} (1 draw)" if len(e[m]) == 1 else
                          f"{min(e[m]):.1f}-{max(e[m]):.1f} ({len(e[m])} draws)")
         gain = '; '.join(f"paired gain at {t} thread{'s' * (t != '1')} {g['tail']['mean']:+.1f}" +
-                         (f" ± {g['tail']['sd']:.1f}" if g['tail']['sd'] is not None else '') + f" over {g['n']} seed{'s' * (g['n'] > 1)}"
+                         (f" ± {g['tail']['sd']:.1f}" if g['tail']['sd'] is not None else '') + over(g)
                          for t, g in e['paired'].items())
         above = ('every AEL draw above every supervised one' if min(e['ael']) > max(e['supervised']) else
                  "the lowest AEL draw below the highest supervised one: AEL's gain is not larger than the spread of a draw"
