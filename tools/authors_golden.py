@@ -19,6 +19,8 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from golden_json import write   # the golden files' form
 from ael_nb.config import get_preset
 from ael_nb.conf_bank import ConfidenceBank
 from ael_nb.sampling import sampling_prob
@@ -622,13 +624,6 @@ def figures(A) -> dict:
         print(f"{name:22s} {'same' if not diff else 'DIFFERENT: ' + '; '.join(diff[:3])}")
     return out, differ
 
-def dumps(o, indent: int = 0) -> str:
-    "JSON with one key per line and every list on one line (a small, diffable file)."
-    if not isinstance(o, dict) or not o: return json.dumps(o)
-    pad = ' ' * (indent + 1)
-    items = ',\n'.join(f'{pad}{json.dumps(k)}: {dumps(v, indent + 1)}' for k, v in o.items())
-    return '{\n' + items + '\n' + ' ' * indent + '}'
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--authors-repo', required=True, help='a SemiSeg-AEL checkout (read, not copied)')
@@ -636,8 +631,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     fig, differ = figures(load_authors(args.authors_repo))
-    out = Path(args.out); out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix('.tmp'); tmp.write_text(dumps(fig) + '\n'); tmp.replace(out)
+    out = write(fig, args.out)
     print(f"wrote {out} ({len(fig['cases']) - len(differ)} of {len(fig['cases'])} cases match the kit)")
     return 0 if not differ else 1
 

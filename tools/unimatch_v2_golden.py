@@ -18,6 +18,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from golden_json import write   # the golden files' form
 from ael_nb.dpt import DPT, DINOV2, complementary_dropout_masks
 
 GOLDEN = ROOT/'tests'/'golden'/'unimatch_v2.json'
@@ -192,13 +194,6 @@ def figures(V2, commit: str) -> tuple[dict, list]:
         print(f"{name:18s} {'same' if not diff else 'DIFFERENT: ' + '; '.join(diff[:3])}")
     return out, differ
 
-def dumps(o, indent: int = 0) -> str:
-    "JSON with one key per line and every list on one line (a small, diffable file)."
-    if not isinstance(o, dict) or not o: return json.dumps(o)
-    pad = ' ' * (indent + 1)
-    items = ',\n'.join(f'{pad}{json.dumps(k)}: {dumps(v, indent + 1)}' for k, v in o.items())
-    return '{\n' + items + '\n' + ' ' * indent + '}'
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--v2-repo', required=True, help='a UniMatch-V2 git checkout or git directory (read, not copied)')
@@ -207,8 +202,7 @@ def main(argv=None):
     torch.set_num_threads(1)
     V2, commit, _ = load_v2(args.v2_repo)
     fig, differ = figures(V2, commit)
-    out = Path(args.out); out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix('.tmp'); tmp.write_text(dumps(fig) + '\n'); tmp.replace(out)
+    out = write(fig, args.out)
     print(f"wrote {out} ({len(fig['cases']) - len(differ)} of {len(fig['cases'])} cases match the kit)")
     return 0 if not differ else 1
 

@@ -29,6 +29,7 @@ from ael_nb.unimatch_v2 import v2_boxes
 import ael_nb.unimatch_v2 as kit_v2
 sys.path.insert(0, str(ROOT/'tools'))
 import unimatch_v2_golden as model_golden     # the tiny DINOv2 + DPT on both sides, the same weights
+import golden_json
 
 GOLDEN = ROOT/'tests'/'golden'/'unimatch_v2_step.json'
 V2_COMMIT = 'f6afb4dfca2d9dcbcee2307e97717954ca75c0ba'
@@ -189,8 +190,8 @@ def main(argv=None) -> int:
     git = lambda *c: subprocess.run(['git', '-C', a.v2_repo, *c], capture_output=True, text=True).stdout.strip()
     commit = git('rev-parse', 'HEAD') or V2_COMMIT     # an archive extract has no .git: the commit it was taken at
     cases = {name: dict(inputs=c, steps=v2_steps(a.v2_repo, **c)) for name, c in CASES.items()}
-    Path(a.out).write_text(model_golden.dumps(dict(v2_commit=commit, made_on=time.strftime('%Y-%m-%d'), setting=SETTING,
-                                                   tolerance=TOL, cases=cases)) + '\n')
+    golden_json.write(dict(v2_commit=commit, made_on=time.strftime('%Y-%m-%d'), setting=SETTING, tolerance=TOL,
+                           cases=cases), a.out)
     for name, c in cases.items():
         diff = compare(kit_steps(**c['inputs']), c['steps'])
         print(f"{name}: {len(c['steps'])} steps of V2's code; the kit "
