@@ -395,11 +395,11 @@ def _by_threads(draws, method): return {t: sorted((d for d in draws if d['method
 
 def _gain(pairs) -> str:
     "Mean ± sd of (semi-supervised - supervised) over `pairs` of draws, tail mIoU and (where both hold it) mIoU."
-    sd = lambda x: x.std(ddof=1) if len(x) > 1 else float('nan')
+    sd = lambda x: f" ± {x.std(ddof=1):.1f}" if len(x) > 1 else ''   # one pair has no spread
     tg = np.array([a['tail'] - s['tail'] for a, s in pairs])
     mg = np.array([a['miou'] - s['miou'] for a, s in pairs if None not in (a['miou'], s['miou'])])
-    m = (f"mIoU {mg.mean():+.1f} ± {sd(mg):.1f}" + (f" ({len(mg)} of them)" if len(mg) < len(pairs) else '')) if len(mg) else 'mIoU not stored'
-    return f"tail {tg.mean():+.1f} ± {sd(tg):.1f}, {m} (mean ± sd)"
+    m = (f"mIoU {mg.mean():+.1f}{sd(mg)}" + (f" ({len(mg)} of them)" if len(mg) < len(pairs) else '')) if len(mg) else 'mIoU not stored'
+    return f"tail {tg.mean():+.1f}{sd(tg)}, {m}" + (" (mean ± sd)" if len(tg) > 1 else '')
 
 # %% ../nbs/23_cli.ipynb #d38a000e
 def draw_report(run: dict,          # the run as a draw (`draws_like`)
@@ -436,7 +436,7 @@ def draw_report(run: dict,          # the run as a draw (`draws_like`)
               (f" and above {sum(v < d['tail'] for v in a_t)} of {len(a_t)} stored {semi} draws" if semi else '') + f" at {_threads(t)}" for who, d, _ in ours]
     pairs = [(a, s) for a in _by_threads(mine, semi).get(t, []) for s in sup[t] if (a['seed'], a['split']) == (s['seed'], s['split'])]
     seeds = len({a['seed'] for a, _ in pairs})
-    over = f"{seeds} seeds" + (f" ({len(pairs)} pairs)" if len(pairs) != seeds else '')
+    over = f"{seeds} seed{'s' * (seeds > 1)}" + (f" ({len(pairs)} pairs)" if len(pairs) != seeds else '')
     if pairs: lines.append(f"paired gain, {semi} - supervised, same seed, path and thread count ({t}), {over}: {_gain(pairs)}")
     return '\n'.join(lines)
 
