@@ -274,7 +274,9 @@ def draws_like(run_dir,       # a finished run directory (config.yaml, summary.j
     run = read_stored(Path(run_dir) / 'summary.json')
     if run is None: raise DataError(Path(run_dir) / 'summary.json', 'not a finished run (no last evaluation, or no config.yaml)')
     here = Path(run_dir).resolve()
-    same = lambda d: d['setting'] == run['setting'] and (d['method'] != run['method'] or d['method_keys'] == run['method_keys'])
+    keys = run['method'] not in ('supervised', 'full')   # supervised training reads no method.* key
+    same = lambda d: d['setting'] == run['setting'] and (d['method'] != run['method'] or not keys
+                                                         or d['method_keys'] == run['method_keys'])
     return run, [d for d in stored_draws(results) if same(d) and Path(d['where']).resolve() != here]
 
 # %% ../nbs/23_cli.ipynb #d38a0006

@@ -331,3 +331,22 @@ def test_a_screened_candidate_is_no_draw_of_the_run(trained, tmp_path):
                     host=dict(path=s['path'], threads=s['threads'], torch=s['torch']))
         (tmp_path / 'g' / f'{name}.json').write_text(json.dumps(cell))
     assert [Path(d['where']).name for d in draws_like(run, tmp_path)[1]] == ['same.json']
+
+
+def test_a_supervised_run_counts_supervised_draws_whatever_their_method_keys(trained, tmp_path):
+    "Supervised training reads no method.* key: a stored supervised cell with other method keys is still its draw."
+    import yaml
+    from ael_nb.cli import draws_like, twin_args
+    from ael_nb.config import get_config
+    run = trained[0]
+    s, cfg = json.loads((run / 'summary.json').read_text()), yaml.safe_load((run / 'config.yaml').read_text())
+    cfg['method']['name'] = 'supervised'
+    sup = tmp_path / 'sup'; shutil.copytree(run, sup)
+    (sup / 'config.yaml').write_text(yaml.safe_dump(cfg))
+    (tmp_path / 'g').mkdir()
+    c = json.loads(json.dumps(cfg)); c['method']['spare_unseen'] = 0.5; c['method']['tau'] = 0.5
+    cell = dict(grid='g', dataset='synthetic', iters=s['it'], seed=cfg['run']['seed'], variant='s', it=s['it'], key='s',
+                manifest_hash=s['manifest_hash'], metrics=s['last'], config=c, time_s=1.0,
+                host=dict(path=s['path'], threads=s['threads'], torch=s['torch']))
+    (tmp_path / 'g' / 's.json').write_text(json.dumps(cell))
+    assert [Path(d['where']).name for d in draws_like(sup, tmp_path)[1]] == ['s.json']
