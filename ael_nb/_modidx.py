@@ -490,6 +490,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.losses.ohem_ce': ('losses.html#ohem_ce', 'ael_nb/losses.py'),
                                'ael_nb.losses.ohem_mask': ('losses.html#ohem_mask', 'ael_nb/losses.py'),
                                'ael_nb.losses.spare_classes': ('losses.html#spare_classes', 'ael_nb/losses.py'),
+                               'ael_nb.losses.unseen_classes': ('losses.html#unseen_classes', 'ael_nb/losses.py'),
                                'ael_nb.losses.unsup_loss': ('losses.html#unsup_loss', 'ael_nb/losses.py')},
             'ael_nb.manifests': { 'ael_nb.manifests.Manifest': ('manifests.html#manifest', 'ael_nb/manifests.py'),
                                   'ael_nb.manifests._file_prov': ('manifests.html#_file_prov', 'ael_nb/manifests.py'),

@@ -464,11 +464,15 @@ def paired_command(run_dir,       # a finished run directory
                   ) -> str:
     "The one command that trains this run's twin here (same setting, seed, path and threads), with its estimated time."
     other, step = twin_method(read_yaml(Path(run_dir) / 'config.yaml')), run['time_s'] / run['iters']
-    per_step = lambda m: [d['time_s'] / d['iters'] for d in draws if d['method'] == m and d['path'] == run['path'] and d['time_s']]
-    theirs, own = per_step(other), per_step(run['method'])
-    ratio = float(np.mean(theirs) / np.mean(own)) if theirs and own else 1.0
-    why = (f"this run's {step:.2f} s a step x {ratio:.2f}, a {other} step over a {run['method']} step in the stored draws on {run['path']}"
-           if theirs and own else f"this run's {step:.2f} s a step: an upper bound, a supervised step does less" if other == 'supervised'
+    # step-time ratios only of pairs timed together (same folder, seed and threads): a loaded machine slows both alike
+    timed = [d for d in draws if d['path'] == run['path'] and d['time_s']]
+    together = lambda d: (d['seed'], d['threads'], Path(d['where']).parent)
+    ratios = [(o['time_s'] / o['iters']) / (a['time_s'] / a['iters']) for o in timed if o['method'] == other
+              for a in timed if a['method'] == run['method'] and together(a) == together(o)]
+    ratio = float(np.median(ratios)) if ratios else 1.0
+    why = (f"this run's {step:.2f} s a step x {ratio:.2f}, a {other} step over a {run['method']} step, the median of "
+           f"{len(ratios)} stored pair{'s' * (len(ratios) > 1)} on {run['path']} timed together"
+           if ratios else f"this run's {step:.2f} s a step: an upper bound, a supervised step does less" if other == 'supervised'
            else f"this run's {step:.2f} s a step: a lower bound, an {other} step does more")
     return (f"train its {other} twin here (same setting, seed, path and threads), {about_minutes(step * ratio * run['iters'] / 60)} ({why}):\n"
             f"  ael-train {shlex.join(twin_args(run_dir, out))}")

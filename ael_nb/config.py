@@ -155,6 +155,7 @@ class MethodWeighting:
     beta: float = 1.0                       # AES exponent (Eq. 8; paper gives none, code: 1)
     aes_source: Literal['teacher', 'student'] = 'teacher'  # class of an unlabeled pixel for AES (code: student)
     spare_unseen: float = 0.0               # classes with Conf below this leave the unlabeled softmax (04; 0: paper)
+    spare_prob: float = 0.0                 # spare_unseen only where the teacher gives p(c) >= this (04; 0: all)
 
 # %% ../nbs/14_config.ipynb #68925b59
 @dataclass
@@ -585,7 +586,7 @@ RANGES = {
 RANGES.update({
     'method.alpha': _num(0), 'method.alpha_rampup': _int(0), 'method.ema_decay': _PROB, 'method.pl_threshold': _PROB,
     'method.tau': _num(0, 1, hi_open=True), 'method.bank_init': _opt(_PROB), 'method.gamma': _num(0),
-    'method.beta': _num(0), 'method.spare_unseen': _PROB,
+    'method.beta': _num(0), 'method.spare_unseen': _PROB, 'method.spare_prob': _PROB,
     'method.temperature': _num(0, lo_open=True), 'method.r_star': _PROB, 'method.acm_exclude': _each(_int(0)),
     'method.k': _int(1), 'method.cp_prob': _PROB, 'method.cp_scale': _ordered(_num(0, lo_open=True)),
     'method.cp_exclude': _each(_int(0)), 'method.acm_min_area': _opt(_PROB), 'method.acm_stride': _int(1),
@@ -685,6 +686,7 @@ USED_WHEN = {
     'model.lock_backbone': ((lambda c: c.model.backbone in DINOV2), 'model.backbone=dinov2_*'),
     'method.gamma': _AEL('dr'), 'method.beta': _AEL('aes'), 'method.aes_source': _AEL('aes'),
     'method.spare_unseen': ((lambda c: _AEL('dr')[0](c) or _AEL('aes')[0](c)), 'method.name=ael or method.dr/aes=true'),
+    'method.spare_prob': ((lambda c: c.method.spare_unseen > 0), 'method.spare_unseen > 0'),
     **{f'method.{k}': _AEL('acm') for k in ('r_star', 'acm_exclude', 'acm_stride', 'acm_min_area', 'acm_targets')},
     **{f'method.{k}': _AEL('acp') for k in ('k', 'cp_prob', 'cp_scale', 'cp_sqrt', 'cp_exclude')},
 }

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from .core import IGNORE_INDEX
 
 # %% auto #0
-__all__ = ['ce_loss', 'ohem_mask', 'ohem_ce', 'dr_weights', 'unsup_loss', 'spare_classes']
+__all__ = ['ce_loss', 'ohem_mask', 'ohem_ce', 'dr_weights', 'unsup_loss', 'spare_classes', 'unseen_classes']
 
 # %% ../nbs/04_losses.ipynb #f2de5ac4
 def ce_loss(
@@ -87,10 +87,22 @@ def unsup_loss(
 def spare_classes(
     logits: torch.Tensor,  # [B,C,H,W] student logits on the unlabeled batch
     pseudo_label: torch.Tensor,  # [B,H,W] teacher arg-max, `ignore_index` = no target
-    spared: torch.Tensor,  # bool [C], e.g. `conf < method.spare_unseen`
+    spared: torch.Tensor,  # bool [C] (a class everywhere) or [B,C,H,W] (where), e.g. `unseen_classes(...)`
     ignore_index: int = IGNORE_INDEX,
 ) -> torch.Tensor:  # [B,C,H,W]: -inf where a spared class is not the pixel's pseudo-label
     "Spared classes leave the softmax where they are not the pseudo-label: the cross-entropy pushes none down."
     c = torch.arange(logits.shape[1], device=logits.device).view(1, -1, 1, 1)
     y = pseudo_label.unsqueeze(1)
-    return logits.masked_fill(spared.view(1, -1, 1, 1) & (c != y) & (y != ignore_index), float('-inf'))
+    where = spared.view(1, -1, 1, 1) if spared.dim() == 1 else spared
+    return logits.masked_fill(where & (c != y) & (y != ignore_index), float('-inf'))
+
+# %% ../nbs/04_losses.ipynb #5a7e1c21
+def unseen_classes(
+    conf: torch.Tensor,  # [C] confidence bank, Conf_c (Eq. 3-6)
+    s: float,  # `method.spare_unseen`: a class is unseen while Conf_c < s
+    p: torch.Tensor|None = None,  # [B,C,H,W] teacher probabilities on the unlabeled view
+    q: float = 0.0,  # `method.spare_prob`: spare only where p(c) >= q (0: everywhere)
+) -> torch.Tensor:  # bool [C], or [B,C,H,W] with q > 0: what `spare_classes` takes
+    "The classes to spare: unseen by the bank, and, with q > 0, only where the teacher gives them some probability."
+    unseen = conf < s
+    return unseen if not q else unseen.view(1, -1, 1, 1) & (p >= q)

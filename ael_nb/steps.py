@@ -14,7 +14,7 @@ from .conf_bank import class_stats
 from .config import Config
 from .sampling import sampling_prob
 from .aes import aes_rates, aes_mask
-from .losses import ce_loss, ohem_ce, dr_weights, unsup_loss, spare_classes
+from .losses import ce_loss, ohem_ce, dr_weights, unsup_loss, unseen_classes, spare_classes
 from .copy_paste import adaptive_copy_paste
 from .cutmix import cutmix, adaptive_cutmix
 from .plan import to_device
@@ -189,7 +189,7 @@ def aes_dr_loss(state: TrainState, logits: torch.Tensor, p: torch.Tensor, y_hat:
         if trace is not None: rec = dict(aes_rates=s, aes_class=cls)
     with section(trace, 'DR'): w = dr_weights(p, m.gamma, keep) if m.dr else keep.float()   # w_ij of Eq. 10
     if m.spare_unseen:                                                # not in the paper (04_losses)
-        spared = conf < m.spare_unseen
+        spared = unseen_classes(conf, m.spare_unseen, p, m.spare_prob)
         logits = spare_classes(logits, y_hat, spared)
         if trace is not None: rec = dict(rec or {}, spared=spared)
     L_u = unsup_loss(logits.float(), y_hat, w, per_image=m.unsup_per_image, denominator=m.unsup_denominator)  # Eq. 11

@@ -161,7 +161,13 @@ GRIDS.update({
                             # spare: classes the bank does not see yet out of the unlabeled softmax (04_losses); the
                             # supervised rows of this setting are `cheaper`'s fp32 ones, same configuration, reused
                             | {f'ael spare{s} fp32': ['method.name=ael'] + HALF + CPU + [f'method.spare_unseen={s}'] for s in (0.3, 0.5)}
-                            | {'full os8 fp32': FULL + S64H64 + ['data.batch_size=4', 'optim.iters=1600', 'model.output_stride=8']},
+                            # spared only where the teacher gives the class some probability: false positives still pushed down
+                            | {f'ael spare0.5 q{q} fp32': ['method.name=ael'] + HALF + CPU + ['method.spare_unseen=0.5', f'method.spare_prob={q}']
+                               for q in (0.1,)}
+                            | {'full os8 fp32': FULL + S64H64 + ['data.batch_size=4', 'optim.iters=1600', 'model.output_stride=8']}
+                            # the confirmation's supervised draws and fully-labeled ceiling at the `cpu` setting, run on this machine
+                            | {'supervised fp32': ['method.name=supervised'] + CPU, 'ael fp32': ['method.name=ael'] + HALF + CPU,
+                               'full fp32': FULL + S64H64 + ['data.batch_size=4', 'optim.iters=1600']},
                    baseline='supervised os8 fp32', ceiling='full os8 fp32'),
     # this kit's choices vs the authors' code, as rows against AEL with the kit's defaults
     'choices': dict(variants=_story({'ael ramp': ['method.name=ael'], 'absent_as_zero': ['method.name=ael', 'method.absent_as_zero=true'],
@@ -237,6 +243,7 @@ KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets',
                     ('method', 'table_rule', 'share'), ('method', 'acm_full', 'region'), ('method', 'box_position', 'uniform'),
                     ('method', 'cp_choice', 'present'),
                     ('method', 'spare_unseen', 0.0),   # off: the paper's unlabeled loss
+                    ('method', 'spare_prob', 0.0),
                     # UniMatch V2's keys (18d, 05a), at their defaults: no effect on the ResNet methods with SGD
                     ('model', 'lock_backbone', False), ('optim', 'optimizer', 'sgd'), ('optim', 'betas', [0.9, 0.999]),
                     ('optim', 'lr_lag', 0), ('method', 'comp_drop', True),

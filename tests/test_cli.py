@@ -350,3 +350,18 @@ def test_a_supervised_run_counts_supervised_draws_whatever_their_method_keys(tra
                 host=dict(path=s['path'], threads=s['threads'], torch=s['torch']))
     (tmp_path / 'g' / 's.json').write_text(json.dumps(cell))
     assert [Path(d['where']).name for d in draws_like(sup, tmp_path)[1]] == ['s.json']
+
+
+def test_the_twin_estimate_reads_pairs_timed_together(trained):
+    "The twin's time is this run's step x the step-time ratio of stored pairs timed together (same folder, seed and "
+    "threads); a supervised draw timed alone on a loaded machine (no AEL partner) does not enter it."
+    from ael_nb.cli import paired_command
+    run = trained[0]
+    me = dict(method='ael', path='p', time_s=100.0, iters=100)
+    d = lambda m, t, seed, where: dict(method=m, path='p', time_s=t, iters=10, seed=seed, threads=1, where=f'{where}/x.json')
+    draws = [d('ael', 20.0, 0, 'a'), d('supervised', 10.0, 0, 'a'), d('ael', 30.0, 1, 'a'), d('supervised', 18.0, 1, 'a'),
+             d('supervised', 500.0, 0, 'loaded')]
+    txt = paired_command(run, me, draws)
+    assert 'x 0.55, a supervised step over a ael step, the median of 2 stored pairs on p timed together' in txt, txt
+    assert 'seed, path and threads), about 1 minute (' in txt, txt   # 100 s x 0.55
+    assert "s a step: an upper bound" in paired_command(run, me, [d('supervised', 500.0, 0, 'loaded')])
