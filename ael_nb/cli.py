@@ -249,7 +249,8 @@ def read_stored(p: Path) -> dict|None:
     if method == 'supervised' and not cfg['data'].get('manifest') and float(cfg['data'].get('fraction') or 0) == 1: method = 'full'
     pc = m.get('per_class')   # None, or a class None: not measured (a draw folded in from elsewhere with what was measured)
     return dict(where=str(p.parent if p.name == 'summary.json' else p), key=rec.get('key'), method=method, seed=cfg['run']['seed'],
-                split=rec.get('manifest_hash'), setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=_pct(m.get('miou')),
+                split=rec.get('manifest_hash'), labeled=str(rec.get('manifest')).split('_fold')[0],
+                setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=_pct(m.get('miou')),
                 method_keys={k: v for k, v in flat_settings(cfg).items() if k.startswith('method.')},
                 per_class=None if pc is None else {c: _pct(v) for c, v in pc.items()},
                 iters=rec.get('it', cfg['optim']['iters']), time_s=rec.get('time_s')) | provenance(rec, cfg)
@@ -268,15 +269,16 @@ def stored_draws(results) -> list[dict]:
 def draws_like(run_dir,       # a finished run directory (config.yaml, summary.json)
                results=None,  # folder of stored results (default: the checkout's bench/results)
               ) -> tuple[dict, list[dict]]:
-    "The run as a draw, and the stored draws at its setting (every method, seed, split and path), the run itself left out."
+    "The run as a draw, and the stored draws at its setting and labeled share (every method, seed, split and path; the fully-labeled ceiling at any share), the run itself left out."
     import ael_nb
     results = Path(results) if results is not None else Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results'
     run = read_stored(Path(run_dir) / 'summary.json')
     if run is None: raise DataError(Path(run_dir) / 'summary.json', 'not a finished run (no last evaluation, or no config.yaml)')
     here = Path(run_dir).resolve()
     keys = run['method'] not in ('supervised', 'full')   # supervised training reads no method.* key
-    same = lambda d: d['setting'] == run['setting'] and (d['method'] != run['method'] or not keys
-                                                         or d['method_keys'] == run['method_keys'])
+    # the labeled share is the split's name before '_fold' ('1-8' of '1-8_fold0'): 1/4 and 1/8 are two settings
+    same = lambda d: (d['setting'] == run['setting'] and (d['labeled'] == run['labeled'] or d['method'] == 'full')
+                      and (d['method'] != run['method'] or not keys or d['method_keys'] == run['method_keys']))
     return run, [d for d in stored_draws(results) if same(d) and Path(d['where']).resolve() != here]
 
 # %% ../nbs/23_cli.ipynb #d38a0006

@@ -4,7 +4,7 @@
     python bench/draws.py --results DIR    # the draws stored under another folder (written there)
 
 A draw is one stored result at the `cpu` preset's setting (`ael_nb.cli.setting_of`; an AEL draw also with the preset's
-`method.*` keys, so a screened candidate is no draw of the default): grid `cheaper`'s rows that resolve
+`method.*` keys, so a screened candidate is no draw of the default, and at its labeled share): grid `cheaper`'s rows that resolve
 to it (`tests/test_bench.py::test_cpu_rows_are_the_cpu_preset`), any other cell at that setting, and the default runs'
 folders (`bench/results/default-run-cpu-*/`), read by `ael_nb.cli.stored_draws`, the reader `ael-train`'s closing
 summary uses. A result repeats to the digit given its instruction path, thread count and torch version: each draw's
@@ -16,6 +16,7 @@ with its `measured` provenance) hold only what was measured: a figure they lack 
 `per_class`, or `per_class` itself), and the paired mIoU gain is over the pairs that hold both."""
 from __future__ import annotations
 import argparse, json
+from fractions import Fraction
 from pathlib import Path
 import numpy as np
 from ael_nb.cli import setting_of, stored_draws
@@ -50,10 +51,13 @@ def paired(draws: list[dict]) -> dict:
 
 def default_draws(results: Path) -> dict:
     "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read."
-    want = setting_of(to_dict(get_config('cpu')))
+    cfg = get_config('cpu')
+    want, share = setting_of(to_dict(cfg)), str(Fraction(cfg.data.fraction).limit_denominator(1000)).replace('/', '-')
     ael = {k: v for k, v in flat_settings(get_config('cpu')).items() if k.startswith('method.')}
     # an AEL cell with a method switch of its own (a screened candidate) is another method, not a draw of the default
+    # and a cell at another labeled share (its split's name, '1-4' of '1-4_fold0') is another setting; the ceiling has all labels
     at = [d for d in stored_draws(results) if d['setting'] == want and d['method'] in METHODS
+          and (d['labeled'] == share or d['method'] == 'full')
           and (d['method'] != 'ael' or d['method_keys'] == ael)]
     rel = lambda d: Path(d['where']).relative_to(results.resolve()).as_posix() if Path(d['where']).is_relative_to(results.resolve()) else d['where']
     paths = {}

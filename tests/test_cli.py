@@ -244,7 +244,7 @@ def test_summary_without_draws_on_its_path(trained, tmp_path):
     s, cfg = json.loads((out / 'summary.json').read_text()), read_yaml(out / 'config.yaml')
     assert 'this run is one draw' in stdout and f"on {s['path']} at {s['threads']} thread" in stdout
     cfg['method']['name'] = 'supervised'
-    cell = dict(grid='cheaper', seed=1, variant='supervised', it=2, manifest_hash=s['manifest_hash'], metrics=s['last'], config=cfg,
+    cell = dict(grid='cheaper', seed=1, variant='supervised', it=2, manifest_hash=s['manifest_hash'], manifest=s['manifest'], metrics=s['last'], config=cfg,
                 host=dict(path='other-path', threads=s['threads'], torch=s['torch']), time_s=1.0)
     (tmp_path / 'g').mkdir(); (tmp_path / 'g' / 'supervised__1-8__s1.json').write_text(json.dumps(cell))
     txt = closing_summary(out, tmp_path)
@@ -297,7 +297,8 @@ def test_the_pair_in_either_order(trained, tmp_path, capsys):
         assert rc == 0, err
         assert pair in out and f"supervised: {tmp_path / 'b' / 'run_supervised'}, trained here" in out, out
     finally: torch.set_num_threads(threads)
-    cell = json.loads(json.dumps(dict(grid='g', dataset='synthetic', iters=2, seed=1, variant='supervised', it=2, manifest_hash=s['manifest_hash'], metrics=s['last'],
+    cell = json.loads(json.dumps(dict(grid='g', dataset='synthetic', iters=2, seed=1, variant='supervised', it=2,
+                                      manifest_hash=s['manifest_hash'], manifest=s['manifest'], metrics=s['last'],
                                       config=yaml.safe_load((sup / 'config.yaml').read_text()), time_s=1.0,
                                       host=dict(path=s['path'], threads=1, torch=s['torch']))))
     del cell['metrics']['teacher']; cell['metrics']['student']['tail_miou'] = .1; (tmp_path / 'res' / 'g').mkdir(parents=True)
@@ -318,16 +319,17 @@ def test_the_pair_in_either_order(trained, tmp_path, capsys):
 
 def test_a_screened_candidate_is_no_draw_of_the_run(trained, tmp_path):
     "A stored AEL cell at the run's setting but with a method switch of its own (a screened candidate) is another "
-    "method: the closing summary does not count it among the run's draws; the same cell without the switch it does."
+    "method, and one with another labeled share (1-4 beside the run's 1-8) another setting: the closing summary counts "
+    "neither among the run's draws; the same cell without either it does."
     import yaml
     from ael_nb.cli import draws_like
     run = trained[0]
     s, cfg = json.loads((run / 'summary.json').read_text()), yaml.safe_load((run / 'config.yaml').read_text())
     (tmp_path / 'g').mkdir()
-    for name, spare in (('same', 0.0), ('candidate', 0.5)):
+    for name, spare, split in (('same', 0.0, s['manifest']), ('candidate', 0.5, s['manifest']), ('quarter', 0.0, '1-4_fold0')):
         c = json.loads(json.dumps(cfg)); c['method']['spare_unseen'] = spare
         cell = dict(grid='g', dataset='synthetic', iters=s['it'], seed=cfg['run']['seed'], variant=name, it=s['it'], key=name,
-                    manifest_hash=s['manifest_hash'], metrics=s['last'], config=c, time_s=1.0,
+                    manifest_hash=s['manifest_hash'], manifest=split, metrics=s['last'], config=c, time_s=1.0,
                     host=dict(path=s['path'], threads=s['threads'], torch=s['torch']))
         (tmp_path / 'g' / f'{name}.json').write_text(json.dumps(cell))
     assert [Path(d['where']).name for d in draws_like(run, tmp_path)[1]] == ['same.json']
@@ -346,7 +348,7 @@ def test_a_supervised_run_counts_supervised_draws_whatever_their_method_keys(tra
     (tmp_path / 'g').mkdir()
     c = json.loads(json.dumps(cfg)); c['method']['spare_unseen'] = 0.5; c['method']['tau'] = 0.5
     cell = dict(grid='g', dataset='synthetic', iters=s['it'], seed=cfg['run']['seed'], variant='s', it=s['it'], key='s',
-                manifest_hash=s['manifest_hash'], metrics=s['last'], config=c, time_s=1.0,
+                manifest_hash=s['manifest_hash'], manifest=s['manifest'], metrics=s['last'], config=c, time_s=1.0,
                 host=dict(path=s['path'], threads=s['threads'], torch=s['torch']))
     (tmp_path / 'g' / 's.json').write_text(json.dumps(cell))
     assert [Path(d['where']).name for d in draws_like(sup, tmp_path)[1]] == ['s.json']
