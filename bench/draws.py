@@ -22,6 +22,7 @@ import numpy as np
 from ael_nb.cli import setting_of, stored_draws
 from ael_nb.config import flat_settings, get_config, to_dict
 from ael_nb.core import atomic_write_text
+from ael_nb.synthetic import SYNTHETIC_INFO
 
 RESULTS = Path(__file__).resolve().parent / 'results'
 METHODS = ('supervised', 'ael', 'full')
@@ -49,6 +50,21 @@ def paired(draws: list[dict]) -> dict:
                                      miou=_mean_sd([a['miou'] - s['miou'] for a, s in pairs if None not in (a['miou'], s['miou'])]))
     return out
 
+def criteria(e: dict) -> dict:
+    "Issue 45's tests of one path's draws: AEL above supervised draw by draw, no tail class of AEL's mean more than 2 points "
+    "below supervised's, AEL's mean share of the supervised-to-fully-labeled tail gap (null where a side has no draw)."
+    tail = [SYNTHETIC_INFO.class_names[c] for c in SYNTHETIC_INFO.tail_classes]
+    mean = lambda m, c: _mean_sd([d['per_class'][c] for d in e['draws'] if d['method'] == m and d['per_class']
+                                  and d['per_class'].get(c) is not None] or [])
+    gains = {c: round(mean('ael', c)['mean'] - mean('supervised', c)['mean'], 4) if mean('ael', c) and mean('supervised', c) else None
+             for c in tail}
+    m = {k: float(np.mean(e[k])) if e[k] else None for k in METHODS}
+    share = (m['ael'] - m['supervised']) / (m['full'] - m['supervised']) if None not in m.values() and m['full'] > m['supervised'] else None
+    return dict(every_ael_above=min(e['ael']) > max(e['supervised']) if e['ael'] and e['supervised'] else None,
+                tail_class_gain=gains, no_class_below_2=all(g >= -2 for g in gains.values()) if None not in gains.values() else None,
+                gap_share=_r(share), gap_share_half=None if share is None else share >= 0.5,
+                counts={k: len(e[k]) for k in METHODS})
+
 def default_draws(results: Path) -> dict:
     "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read."
     cfg = get_config('cpu')
@@ -68,6 +84,7 @@ def default_draws(results: Path) -> dict:
             draws=[dict(method=d['method'], seed=d['seed'], threads=d['threads'], torch=d['torch'], tail=round(d['tail'], 4),
                         miou=_r(d['miou']), per_class=d['per_class'] and {c: _r(v) for c, v in d['per_class'].items()},
                         source=rel(d), inferred=d['inferred']) for d in mine])
+    for e in paths.values(): e['criteria'] = criteria(e)
     return dict(setting="the cpu preset's (ael-train's default run)", tail='tail mIoU, %', paths=paths,
                 unknown_path=[rel(d) for d in at if not d['path']])
 
@@ -83,7 +100,11 @@ def readme_sentences(draws: dict) -> str:
         above = ('every AEL draw above every supervised one' if min(e['ael']) > max(e['supervised']) else
                  "the lowest AEL draw below the highest supervised one: AEL's gain is not larger than the spread of a draw"
                  ) if e['ael'] and e['supervised'] else 'nothing to compare'
-        out.append(f"{p}: supervised {rng('supervised')}, AEL {rng('ael')}" + (f", {gain}" if gain else '') + f"; {above}.")
+        c = e['criteria']
+        cls = ', '.join(f"{k} {g:+.1f}" for k, g in c['tail_class_gain'].items() if g is not None)
+        share = 'no fully-labeled draw' if c['gap_share'] is None else f"{100 * c['gap_share']:.0f} % of the gap to fully labeled"
+        out.append(f"{p}: supervised {rng('supervised')}, AEL {rng('ael')}" + (f", {gain}" if gain else '') + f"; {above}"
+                   + (f"; tail classes, AEL - supervised means: {cls}" if cls else '') + f"; {share}.")
     return '\n'.join(out)
 
 def main(argv=None):

@@ -183,6 +183,22 @@ def test_default_draws_come_from_the_stored_results():
     readme = ' '.join((REPO / 'README.md').read_text().split())
     for line in draws.readme_sentences(stored).splitlines(): assert line in readme, line
 
+def test_draw_criteria_by_hand():
+    "Issue 45's tests on hand-made draws: AEL 30/26 above supervised 20/18; pole 10 vs 14 is 4 points below (fails), "
+    "the rest above; the gap share (28 - 19) / (37 - 19) = 0.5 holds; one supervised draw at 27 breaks 'every AEL above'."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import draws
+    pc = lambda pole, rest: dict(pole=pole, sign=rest, pedestrian=rest, bicycle=rest)
+    e = dict(ael=[30.0, 26.0], supervised=[20.0, 18.0], full=[37.0],
+             draws=[dict(method='ael', per_class=pc(12.0, 40.0)), dict(method='ael', per_class=pc(8.0, 30.0)),
+                    dict(method='supervised', per_class=pc(14.0, 20.0)), dict(method='supervised', per_class=pc(14.0, 18.0)),
+                    dict(method='full', per_class=pc(40.0, 40.0))])
+    c = draws.criteria(e)
+    assert c['every_ael_above'] and c['tail_class_gain'] == dict(pole=-4.0, sign=16.0, pedestrian=16.0, bicycle=16.0)
+    assert c['no_class_below_2'] is False and c['gap_share'] == 0.5 and c['gap_share_half'] is True
+    assert draws.criteria(dict(e, supervised=[20.0, 27.0]))['every_ael_above'] is False
+    assert draws.criteria(dict(e, full=[]))['gap_share'] is None
+
 def test_oracle_stride_ceiling():
     "A 3-pixel-wide pole on a 64x96 scene: whole at stride 1, gone at 16 (one cell is 16 px wide), partly there at 4."
     sys.path.insert(0, str(REPO / 'bench'))
