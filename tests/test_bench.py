@@ -314,6 +314,23 @@ def test_screen_rows_quote_their_cells():
     assert f"its student mIoU fell to\n  {float(cv['0', '1600', 'student']['miou']):.1f}," in text
 
 
+def test_results_quote_the_spare_prob_rows_and_the_repeat():
+    "RESULTS' rows of `method.spare_prob` are the stored cells', and the default run repeated on the Zen 4 has the capped "
+    "Xeon's weights (the claim that the path repeats across the two CPU models)."
+    res, text = REPO / 'bench' / 'results', (REPO / 'bench' / 'RESULTS.md').read_text()
+    tail = ['pole', 'sign', 'pedestrian', 'bicycle']
+    for s in (0, 1):
+        c = json.loads((res / 'screen-synthetic96-800it' / f'ael_spare0.5_q0.1_fp32__1-8__s{s}.json').read_text())
+        assert c['config']['method']['spare_prob'] == 0.1 and c['host']['path'] == 'avx2-fp32' and c['host']['threads'] == 1
+        m = c['metrics'][c['primary']]
+        fig = ' | '.join(f"{100 * v:.1f}" for v in [m['tail_miou'], m['miou']] + [m['per_class'][k] for k in tail])
+        assert f"| {s} | AEL + `method.spare_unseen=0.5 method.spare_prob=0.1` | {fig} |" in text
+    here, xeon = (json.loads((res / d / 'summary.json').read_text()) for d in ('repeat-default-run-avx2-zen4', 'default-run-cpu-avx2'))
+    assert 'AMD EPYC' in here['device_name'] and 'Xeon' in xeon['device_name'] and here['threads'] == 2
+    assert (here['weights'], here['teacher_weights']) == (xeon['weights'], xeon['teacher_weights'])
+    assert f"training {here['time_s']:.0f} s" in text
+
+
 def test_results_quote_the_rerun_and_the_split():
     "RESULTS' cross-CPU reruns and its first evaluation/training split are the stored files' figures."
     res, text = REPO / 'bench' / 'results', ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
