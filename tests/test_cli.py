@@ -319,14 +319,14 @@ def test_the_pair_in_either_order(trained, tmp_path, capsys):
 
 def test_a_screened_candidate_is_no_draw_of_the_run(trained, tmp_path):
     "A stored AEL cell at the run's setting but with a method switch of its own (a screened candidate) is another "
-    "method, and one with another labeled share (1-4 beside the run's 1-8) another setting: the closing summary counts "
+    "method, and one with another labeled share (1-16 beside the run's) another setting: the closing summary counts "
     "neither among the run's draws; the same cell without either it does."
     import yaml
     from ael_nb.cli import draws_like
     run = trained[0]
     s, cfg = json.loads((run / 'summary.json').read_text()), yaml.safe_load((run / 'config.yaml').read_text())
     (tmp_path / 'g').mkdir()
-    for name, spare, split in (('same', 0.0, s['manifest']), ('candidate', 0.5, s['manifest']), ('quarter', 0.0, '1-4_fold0')):
+    for name, spare, split in (('same', 0.0, s['manifest']), ('candidate', 0.5, s['manifest']), ('sixteenth', 0.0, '1-16_fold0')):
         c = json.loads(json.dumps(cfg)); c['method']['spare_unseen'] = spare
         cell = dict(grid='g', dataset='synthetic', iters=s['it'], seed=cfg['run']['seed'], variant=name, it=s['it'], key=name,
                     manifest_hash=s['manifest_hash'], manifest=split, metrics=s['last'], config=c, time_s=1.0,
