@@ -3,6 +3,7 @@ cell they have in common runs once, a rerun skips finished cells, a lost cell is
 the report is written from the stored cells, one section per label fraction; `bench/curves.py` tabulates the runs'
 evaluations."""
 import json, subprocess, sys
+import pytest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -347,3 +348,20 @@ def test_results_quote_the_rerun_and_the_split():
     assert (f"moves tail mIoU by {sup['eval_sd']:.1f} points (sd, supervised) and {ael['eval_sd']:.1f} (AEL); AEL's training "
             f"spread is {ael['train_sd']:.1f} points" in text and f"(evaluation share {100 * ael['eval_share']:.0f} %)" in text)
     assert sup['observed_var_set0'] < sup['eval_var']          # the supervised seeds differ by less than evaluation noise
+
+
+def test_store_run_keeps_the_draw(tmp_path):
+    "A run stored as one cell (`bench/store_run.py`) reads back as the same draw as its folder, command included."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import store_run
+    from ael_nb.cli import read_stored, regenerate_command
+    from ael_nb.config import get_config
+    from ael_nb.plan import TINY
+    from ael_nb.train import train
+    train(get_config('cpu', overrides=TINY + [f'run.out={tmp_path}/run']))
+    store_run.main([str(tmp_path / 'run'), str(tmp_path / 'res' / 'g' / 'run.json'), '--command', 'ael-train --seed 0'])
+    a, b = read_stored(tmp_path / 'res' / 'g' / 'run.json'), read_stored(tmp_path / 'run' / 'summary.json')
+    same = lambda d: json.dumps({k: v for k, v in d.items() if k != 'where'}, sort_keys=True)   # NaN: a class the tiny val set lacks
+    assert same(a) == same(b) and a['where'] != b['where'] and a['threads'] == 1
+    assert regenerate_command(tmp_path / 'res' / 'g' / 'run.json') == 'ael-train --seed 0'
+    with pytest.raises(SystemExit): store_run.main([str(tmp_path), str(tmp_path / 'x.json'), '--command', 'x'])
