@@ -17,8 +17,9 @@ KEEP = ('method', 'preset', 'it', 'iters', 'amp', 'device', 'device_name', 'path
 
 def cell_of(run_dir: Path, command: str, commit: str|None = None) -> dict:
     "The run's summary (what decides and describes the draw), its configuration, its final metrics and the command."
+    if not (run_dir / 'summary.json').is_file() or read_stored(run_dir / 'summary.json') is None:
+        raise SystemExit(f'{run_dir}: not a finished run (no summary.json at its last step with config.yaml)')
     s = json.loads((run_dir / 'summary.json').read_text())
-    if read_stored(run_dir / 'summary.json') is None: raise SystemExit(f'{run_dir}: not a finished run')
     return {k: s[k] for k in KEEP if k in s} | dict(metrics=s['last'], config=read_yaml(run_dir / 'config.yaml'),
                                                    command=command, commit=commit)
 
