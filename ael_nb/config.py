@@ -488,7 +488,7 @@ def cpu() -> Config:
     "Synthetic scenes on the CPU: what `ael-train` runs with no arguments."
     c = Config(preset='cpu')
     c.data.dataset, c.data.train_split, c.data.val_split = 'synthetic', 'train', 'val'
-    c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/8, (64, 96), (64, 96), (1.0, 1.0)
+    c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/4, (64, 96), (64, 96), (1.0, 1.0)
     c.data.batch_size = 4
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
     c.model.head_channels = 64
@@ -505,9 +505,10 @@ def cpu() -> Config:
 
 # %% ../nbs/14_config.ipynb #92ce1583
 def cpu96() -> Config:
-    "`cpu` at whole 96x128 scenes, a 256-channel head and 800 steps of batch 8 + 8."
+    "`cpu` at whole 96x128 scenes, 1/8 labeled, a 256-channel head and 800 steps of batch 8 + 8."
     c = cpu(); c.preset = 'cpu96'
-    c.data.synthetic_size = c.data.crop_size = (96, 128)
+    c.data.fraction, c.data.synthetic_size = 1/8, (96, 128)
+    c.data.crop_size = c.data.synthetic_size
     c.data.batch_size, c.model.head_channels = 8, 256
     c.optim.lr, c.optim.iters = 0.01, 800
     c.method.tau, c.method.alpha_rampup = 0.9775, 400
