@@ -102,7 +102,8 @@ def readme_sentences(draws: dict) -> str:
                  ) if e['ael'] and e['supervised'] else 'nothing to compare'
         c = e['criteria']
         cls = ', '.join(f"{k} {g:+.1f}" for k, g in c['tail_class_gain'].items() if g is not None)
-        share = 'no fully-labeled draw' if c['gap_share'] is None else f"{100 * c['gap_share']:.0f} % of the gap to fully labeled"
+        share = (f"{100 * c['gap_share']:.0f} % of the gap to fully labeled" if c['gap_share'] is not None else
+                 'no fully-labeled draw' if not e['full'] else f"fully labeled {rng('full')}")
         out.append(f"{p}: supervised {rng('supervised')}, AEL {rng('ael')}" + (f", {gain}" if gain else '') + f"; {above}"
                    + (f"; tail classes, AEL - supervised means: {cls}" if cls else '') + f"; {share}.")
     return '\n'.join(out)
