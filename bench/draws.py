@@ -88,6 +88,20 @@ def default_draws(results: Path) -> dict:
     return dict(setting="the cpu preset's (ael-train's default run)", tail='tail mIoU, %', paths=paths,
                 unknown_path=[rel(d) for d in at if not d['path']])
 
+def pairs_table(e: dict) -> str:
+    "One path's draws as RESULTS shows them: a row per thread count and seed, supervised and AEL tail mIoU and each tail class."
+    tail = [SYNTHETIC_INFO.class_names[c] for c in SYNTHETIC_INFO.tail_classes]
+    f = lambda v: '-' if v is None else f"{v:.1f}"
+    rows = ['| threads | seed | supervised tail | AEL tail | AEL - supervised | ' + ' | '.join(f"{c} (sup / AEL)" for c in tail) + ' |',
+            '|---' * (5 + len(tail)) + '|']
+    for t, seed in sorted({(d['threads'], d['seed']) for d in e['draws'] if d['method'] != 'full'}):
+        got = {m: [d for d in e['draws'] if (d['threads'], d['seed'], d['method']) == (t, seed, m)] for m in ('supervised', 'ael')}
+        s, a = got['supervised'], got['ael']                      # two draws of one seed: two machines (both shown)
+        gain = f"{a[0]['tail'] - s[0]['tail']:+.1f}" if len(s) == len(a) == 1 else '-'
+        vals = lambda ds, c=None: ', '.join(f(d['tail'] if c is None else (d['per_class'] or {}).get(c)) for d in ds) or '-'
+        rows.append(f"| {t} | {seed} | {vals(s)} | {vals(a)} | {gain} | " + ' | '.join(f"{vals(s, c)} / {vals(a, c)}" for c in tail) + ' |')
+    return '\n'.join(rows)
+
 def readme_sentences(draws: dict) -> str:
     "What the README says of the default run's draws, from `default_draws.json`."
     out = []
