@@ -177,9 +177,11 @@ def test_default_draws_come_from_the_stored_results():
     for path, e in stored['paths'].items():
         assert path in ('amx-bf16', 'avx512-bf16', 'avx2-fp32') and e['threads'] == sorted({d['threads'] for d in e['draws']})
         assert sorted(e['ael'] + e['supervised'] + e['full']) == sorted(d['tail'] for d in e['draws'])
-    assert all(len(stored['paths'][p]['supervised']) >= 3 for p in ('amx-bf16', 'avx2-fp32'))   # the grid's seeds
-    e = stored['paths']['avx512-bf16']                                   # the folded draws: 3 at 1 thread + 1 at 2 each
-    assert (len(e['supervised']), len(e['ael']), e['threads']) == (4, 4, [1, 2])
+    e = stored['paths']['avx2-fp32']          # issue 45's confirmation: 5 seeds at 1 thread, 3 at 2, both methods, a ceiling
+    for m in ('supervised', 'ael'):
+        assert [sorted(d['seed'] for d in e['draws'] if (d['method'], d['threads']) == (m, t)) for t in (1, 2)] == [[0, 1, 2, 3, 4], [0, 1, 2]]
+    assert e['full'] and e['criteria'] == draws.criteria(e)
+    assert not any(stored['paths'][p][m] for p in ('amx-bf16', 'avx512-bf16') for m in ('supervised', 'ael'))   # 1/8 draws are not the default's
     assert all('per_class' in d for p in stored['paths'].values() for d in p['draws'])
     readme = ' '.join((REPO / 'README.md').read_text().split())
     for line in draws.readme_sentences(stored).splitlines(): assert line in readme, line
