@@ -20,8 +20,10 @@ def cell_of(run_dir: Path, command: str, commit: str|None = None) -> dict:
     if not (run_dir / 'summary.json').is_file() or read_stored(run_dir / 'summary.json') is None:
         raise SystemExit(f'{run_dir}: not a finished run (no summary.json at its last step with config.yaml)')
     s = json.loads((run_dir / 'summary.json').read_text())
-    return {k: s[k] for k in KEEP if k in s} | dict(metrics=s['last'], config=read_yaml(run_dir / 'config.yaml'),
-                                                   command=command, commit=commit)
+    cfg = read_yaml(run_dir / 'config.yaml')
+    # `variant` and `seed` as a grid cell names them (`ael_nb.compare.read_result` reads a cell by these)
+    return {k: s[k] for k in KEEP if k in s} | dict(variant=cfg['method']['name'], seed=cfg['run']['seed'], metrics=s['last'],
+                                                   config=cfg, command=command, commit=commit)
 
 
 def main(argv=None):

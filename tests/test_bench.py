@@ -366,4 +366,7 @@ def test_store_run_keeps_the_draw(tmp_path):
     same = lambda d: json.dumps({k: v for k, v in d.items() if k != 'where'}, sort_keys=True)   # NaN: a class the tiny val set lacks
     assert same(a) == same(b) and a['where'] != b['where'] and a['threads'] == 1
     assert regenerate_command(tmp_path / 'res' / 'g' / 'run.json') == 'ael-train --seed 0'
+    from ael_nb.compare import read_result                    # what the closing summary's per-class table reads
+    r, q = (read_result(p) for p in (tmp_path / 'res' / 'g' / 'run.json', tmp_path / 'run'))
+    assert same(dict(r, source='')) == same(dict(q, source=''))
     with pytest.raises(SystemExit): store_run.main([str(tmp_path), str(tmp_path / 'x.json'), '--command', 'x'])
