@@ -371,3 +371,13 @@ def test_store_run_keeps_the_draw(tmp_path):
     absent = lambda d: {c: None if v is None or v != v else v for c, v in d['iou'].items()}   # NaN in summary.json, null in metrics.jsonl
     assert absent(r) == absent(q) and (r['method'], r['seed']) == (q['method'], q['seed'])
     with pytest.raises(SystemExit): store_run.main([str(tmp_path), str(tmp_path / 'x.json'), '--command', 'x'])
+
+
+def test_readme_times_the_default_from_its_stored_run():
+    "The README's first row is the stored timed run of today's default: its training seconds and tail, AVX2 fp32 at 2 threads."
+    from ael_nb.config import get_config
+    c = json.loads((REPO / 'bench' / 'results' / 'quarter-2threads-avx2-zen4' / 'ael_s0.json').read_text())
+    assert (c['path'], c['threads'], c['config']['data']['fraction'], c['preset']) == ('avx2-fp32', 2, get_config('cpu').data.fraction, 'cpu')
+    m, s = divmod(round(c['time_s']), 60)
+    row = (f"training {round(c['time_s'])} s ({m} min {s} s), tail mIoU {100 * c['metrics']['teacher']['tail_miou']:.1f}")
+    assert row in (REPO / 'README.md').read_text()
