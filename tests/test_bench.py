@@ -181,6 +181,14 @@ def test_default_draws_come_from_the_stored_results():
     for m in ('supervised', 'ael'):
         assert [sorted(d['seed'] for d in e['draws'] if (d['method'], d['threads']) == (m, t)) for t in (1, 2)] == [[0, 1, 2, 3, 4], [0, 1, 2]]
     assert e['full'] and e['criteria'] == draws.criteria(e)
+    # README's and RESULTS' words: AEL above supervised in every pair (same seed, split, threads), not across seeds
+    pairs = [(a['tail'], s['tail']) for a in e['draws'] for s in e['draws'] if (a['method'], s['method']) == ('ael', 'supervised')
+             and (a['seed'], a['threads']) == (s['seed'], s['threads'])]
+    assert len(pairs) == 8 and all(a > s for a, s in pairs)
+    c = e['criteria']
+    assert (c['every_ael_above'], c['no_class_below_2'], c['gap_share_half']) == (False, True, True)
+    results = (REPO / 'bench' / 'RESULTS.md').read_text()
+    assert draws.pairs_table(e) in results
     assert not any(stored['paths'].get(p, {}).get(m) for p in ('amx-bf16', 'avx512-bf16') for m in ('supervised', 'ael'))   # 1/8: not the default's
     assert all('per_class' in d for p in stored['paths'].values() for d in p['draws'])
     readme = ' '.join((REPO / 'README.md').read_text().split())
