@@ -186,7 +186,7 @@ def test_default_draws_come_from_the_stored_results():
              and (a['seed'], a['threads']) == (s['seed'], s['threads'])]
     assert len(pairs) == 8 and all(a > s for a, s in pairs)
     c = e['criteria']
-    assert (c['every_ael_above'], c['no_class_below_2'], c['gap_share_half']) == (False, True, True)
+    assert (c['every_ael_above'], c['no_class_below_2'], c['gap_share_half']) == (False, False, False)   # none holds
     results = (REPO / 'bench' / 'RESULTS.md').read_text()
     assert draws.pairs_table(e) in results
     assert not any(stored['paths'].get(p, {}).get(m) for p in ('amx-bf16', 'avx512-bf16') for m in ('supervised', 'ael'))   # 1/8: not the default's
