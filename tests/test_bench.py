@@ -389,3 +389,18 @@ def test_readme_times_the_default_from_its_stored_run():
     m, s = divmod(round(c['time_s']), 60)
     row = (f"training {round(c['time_s'])} s ({m} min {s} s), tail mIoU {100 * c['metrics']['teacher']['tail_miou']:.1f}")
     assert row in (REPO / 'README.md').read_text()
+
+
+def test_results_quote_the_quarter_split():
+    "RESULTS' evaluation/training split of the quarter default is the stored file's, its 400-scene means included."
+    d = json.loads((REPO / 'bench' / 'results' / 'eval_split_quarter-avx2-zen4.json').read_text())
+    text = ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
+    sup, ael = d['split']['supervised']['tail'], d['split']['ael']['tail']
+    assert (sup['runs'], ael['runs'], sup['sets']) == (5, 5, 4)
+    assert (f"moves tail mIoU by {sup['eval_sd']:.1f} points (sd, supervised) and {ael['eval_sd']:.1f} (AEL); the training sd, the "
+            f"labeled split included, is {sup['train_sd']:.1f} and {ael['train_sd']:.1f}") in text
+    assert f"({100 * sup['eval_share']:.0f} %) and a quarter of AEL's ({100 * ael['eval_share']:.0f} %)" in text
+    mean = {(r['method'], r['seed']): sum(s['tail'] for s in r['sets']) / len(r['sets']) for r in d['runs']}
+    rng = lambda m: f"{min(v for (k, _), v in mean.items() if k == m):.1f}-{max(v for (k, _), v in mean.items() if k == m):.1f}"
+    assert f"AEL {rng('ael')} against supervised {rng('supervised')}" in text
+    assert mean['ael', 4] < mean['supervised', 4] and f"(AEL {mean['ael', 4]:.1f}, supervised {mean['supervised', 4]:.1f})" in text
