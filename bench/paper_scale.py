@@ -26,7 +26,7 @@ OUT/floor_*.{json,md} (bench/floor.py's own reports).
     python bench/paper_scale.py --out /tmp/ps                                  # on the GPU machine (defaults: paper sizes)
     python bench/paper_scale.py --out /tmp/ps --device cpu --size 64 --steps 2 --backbone resnet18 --os 16 --tiny   # plumbing test
 """
-import argparse, json, os, shlex, signal, subprocess, sys, time
+import argparse, json, os, shlex, shutil, signal, subprocess, sys, tempfile, time
 from pathlib import Path
 
 
@@ -375,7 +375,7 @@ from floor import SWITCHES                 # bench/floor.py, beside this script
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--out', required=True, help='results folder')
-    p.add_argument('--runs', default=None, help='run directories (default: a temporary folder)')
+    p.add_argument('--runs', default=None, help='run directories (default: a temporary folder, removed at the end)')
     p.add_argument('--device', default=env_default('DEVICE', 'cuda'))
     p.add_argument('--size', type=int, default=int(env_default('SIZE', 769)), help='crop of the scale part')
     p.add_argument('--steps', type=int, default=int(env_default('STEPS', 20)), help='steps per scale variant')
@@ -400,10 +400,17 @@ def main(argv=None):
                    help='seconds for everything: later parts are skipped, runs stopped (the device tool allows 600 a command)')
     p.add_argument('--tiny', action='store_true', default=env_default('TINY', '0') == '1', help='tiny scenes and ResNet-18 (plumbing test)')
     args = p.parse_args(argv)
-    import tempfile, torch
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     args.dev_tag = 'cuda' if args.device.startswith('cuda') else 'cpu_dry'
     R = Path(args.runs or tempfile.mkdtemp(prefix='ael_ps_'))
+    try: return run_parts(args, out, R)
+    finally:
+        if args.runs is None: shutil.rmtree(R, ignore_errors=True)   # checkpoints of every part: gigabytes a run
+
+
+def run_parts(args, out: Path, R: Path) -> int:
+    "Every part of `args.parts` in order, each run's folder under `R`, the reports in `out` after each part."
+    import torch
     if args.device.startswith('cuda') and not torch.cuda.is_available(): sys.exit('paper_scale: --device cuda but torch sees no GPU')
     res = dict(device=torch.cuda.get_device_name() if args.device.startswith('cuda') else 'cpu', torch=torch.__version__,
                started=time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()), args=vars(args), runs=str(R))

@@ -44,7 +44,8 @@ if ! "$PY" -c 'import fastcore' 2>/dev/null; then
   export PYTHONPATH=/tmp/ael_site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$REPO${PYTHONPATH:+:$PYTHONPATH}
-BIN=$(mktemp -d)                                   # this checkout's console scripts, first on PATH
+BIN=$(mktemp -d); RES=$(mktemp -d)                 # console scripts; the reports (only the tarball and the summary go to OUT)
+trap 'rm -rf "$BIN" "$RES"' EXIT
 for spec in ael-train:ael_nb.cli:ael_train ael-launch:ael_nb.launch:ael_launch; do
   IFS=: read -r name mod fn <<< "$spec"
   printf '#!%s\nimport sys\nfrom %s import %s\nsys.exit(%s())\n' "$PY" "$mod" "$fn" "$fn" > "$BIN/$name"
@@ -52,7 +53,6 @@ done
 command -v torchrun >/dev/null || printf '#!/bin/sh\nexec %s -m torch.distributed.run "$@"\n' "$PY" > "$BIN/torchrun"
 chmod +x "$BIN"/*
 export PATH=$BIN:$PATH
-RES=$(mktemp -d)                                   # the reports; only the tarball and the summary go to OUT
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; nproc; uptime; git -C "$REPO" log -1 --format=%H 2>&1; } \
   > "$RES/paper_scale_machine.txt"
 "$PY" bench/paper_scale.py --out "$RES"; rc=$?
