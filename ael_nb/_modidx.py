@@ -13,6 +13,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'ael_nb.arithmetic.student_images': ('arithmetic.html#student_images', 'ael_nb/arithmetic.py')},
             'ael_nb.cli': { 'ael_nb.cli._arg': ('cli.html#_arg', 'ael_nb/cli.py'),
                             'ael_nb.cli._by_threads': ('cli.html#_by_threads', 'ael_nb/cli.py'),
+                            'ael_nb.cli._draw_key': ('cli.html#_draw_key', 'ael_nb/cli.py'),
                             'ael_nb.cli._eval': ('cli.html#_eval', 'ael_nb/cli.py'),
                             'ael_nb.cli._fail': ('cli.html#_fail', 'ael_nb/cli.py'),
                             'ael_nb.cli._finished': ('cli.html#_finished', 'ael_nb/cli.py'),

@@ -83,7 +83,7 @@ def resumed_config(args: argparse.Namespace, overrides: list[str]) -> Config:
     else: base = get_preset(args.preset or 'cpu'); out = (load_config(args.config, base) if args.config else base).run.out
     saved = Path(out) / 'config.yaml'
     if not saved.is_file(): raise DataError(saved, 'cannot resume: not found (a run writes it when it starts; name the run folder with --out)')
-    cfg = load_config(saved)
+    cfg = load_config(saved, stored=True)
     if args.preset is not None and args.preset != cfg.preset:
         if not args.allow_changes:
             raise ValueError(f"--preset {args.preset}: the run in {out} started from preset {cfg.preset!r}, and --resume continues it with its "
@@ -249,7 +249,7 @@ def read_stored(p: Path) -> dict|None:
     if method == 'supervised' and not cfg['data'].get('manifest') and float(cfg['data'].get('fraction') or 0) == 1: method = 'full'
     pc = m.get('per_class')   # None, or a class None: not measured (a draw folded in from elsewhere with what was measured)
     return dict(where=str(p.parent if p.name == 'summary.json' else p), key=rec.get('key'), method=method, seed=cfg['run']['seed'],
-                split=rec.get('manifest_hash'), labeled=str(rec.get('manifest')).split('_fold')[0],
+                split=rec.get('manifest_hash'), labeled=(rec.get('manifest') or '').split('_fold')[0] or None,
                 setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=_pct(m.get('miou')),
                 method_keys={k: v for k, v in flat_settings(cfg).items() if k.startswith('method.')},
                 per_class=None if pc is None else {c: _pct(v) for c, v in pc.items()},
@@ -394,6 +394,8 @@ def strip(values, lo: float, hi: float, width: int = 41, mark: str = 'o') -> str
         line[i] = '8' if line[i] != '.' else mark
     return ''.join(line)
 
+def _draw_key(d: dict) -> tuple: return tuple(d[k] for k in ('method', 'seed', 'split', 'path', 'threads', 'torch'))
+
 def _by_threads(draws, method): return {t: sorted((d for d in draws if d['method'] == method and d['threads'] == t), key=lambda d: d['seed'])
                                         for t in sorted({d['threads'] for d in draws if d['method'] == method}, key=str)}
 
@@ -419,6 +421,11 @@ def draw_report(run: dict,          # the run as a draw (`draws_like`)
         a, s = (run, twin) if run['method'] != 'supervised' else (twin, run)
         lines.append(f"this pair's gain, {a['method']} - supervised: tail {a['tail'] - s['tail']:+.1f}, mIoU {a['miou'] - s['miou']:+.1f}")
     mine = [d for d in draws if d['path'] == run['path']]
+    for who, d, _ in ours:   # a stored copy of this very draw (its method, seed, split, path, threads, torch) is no other draw
+        for c in [c for c in mine if _draw_key(c) == _draw_key(d)]:
+            lines.append(f"{who} repeats a stored draw ({c['where']}): tail mIoU {c['tail']:.1f}" + (', to the digit' if c['tail'] == d['tail'] else
+                         f", not to the digit ({d['tail'] - c['tail']:+.2g}): another torch build, code or evaluation than the stored one's"))
+    mine = [c for c in mine if all(_draw_key(c) != _draw_key(d) for _, d, _ in ours)]
     if not any(d['method'] == 'supervised' for d in mine):
         return '\n'.join(lines + [f"no stored supervised draw of this setting on {run['path']} (stored paths: "
                                   f"{', '.join(sorted({str(d['path']) for d in draws})) or 'none'}): "

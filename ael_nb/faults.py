@@ -214,7 +214,8 @@ def config_changes(cfg: Config, out) -> list[str]:
     "'key: old -> new' for each setting of `cfg` (outside `RESUME_FREE`) that differs from `<out>/config.yaml`, if any."
     p = Path(out) / 'config.yaml'
     if not p.is_file(): return []
-    return [f"{k}: {stored!r} -> {now!r}" for k, (stored, now) in config_diff(load_config(p), cfg, RESUME_FREE).items()]
+    diff = config_diff(load_config(p, stored=True), cfg, RESUME_FREE)
+    return [f"{k}: {stored!r} -> {now!r}" for k, (stored, now) in diff.items()]
 
 # %% ../nbs/21_faults.ipynb #0bbb1364
 def check_resume(cfg: Config, out) -> list[str]:

@@ -96,6 +96,7 @@ def _dataset_args(cfg: Config, split: str) -> tuple[str, str|None, dict]:
     if d.dataset != 'synthetic': return d.dataset, d.root, dict(split=split)
     kw = dict(split=split, size=tuple(d.synthetic_size))
     if split == d.train_split and d.synthetic_n is not None: kw['n'] = d.synthetic_n
+    elif split == d.val_split and d.synthetic_val_n is not None: kw['n'] = d.synthetic_val_n
     return 'synthetic', None, kw
 
 def make_dataset(cfg: Config, split: str):

@@ -13,7 +13,8 @@ import torch.nn as nn
 import torch.distributed as dist
 from .core import (DatasetInfo, DataError, rank, world_size, is_main, atomic_save, uninterrupted, rng_state,
                          set_rng_state, seal, unseal, seed_everything)
-from .config import RUN_KEYS, WEIGHTS_FREE, Config, OptimConfig, to_dict, from_dict, get_config, config_diff
+from .config import (RUN_KEYS, WEIGHTS_FREE, Config, OptimConfig, to_dict, from_dict, get_config, config_diff,
+                           upgrade_config)
 from .conf_bank import ConfidenceBank
 from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .dpt import DINOV2, DPT
@@ -226,7 +227,7 @@ def load_model(path,                 # a checkpoint written by `train`
                device='cpu') -> tuple[nn.Module, DatasetInfo, Config, str]:
     "The network stored in a training checkpoint (eval mode), its dataset description, configuration, which one."
     ck = read_checkpoint(path)
-    cfg, info = from_dict(ck['config']), DatasetInfo(**ck['info'])
+    cfg, info = from_dict(upgrade_config(ck['config'])), DatasetInfo(**ck['info'])   # a key it predates: default
     if which == 'auto': which = 'teacher' if ck.get('teacher') is not None else 'student'
     if which not in ('teacher', 'student'): raise ValueError(f"which={which!r}: choose 'teacher', 'student' or 'auto'")
     if ck.get(which) is None: raise DataError(path, f"holds no {which} (a {cfg.method.name!r} run); use the student")

@@ -15,27 +15,27 @@ protocol, precision, memory format and thread count are used (`--threads` overri
 - one draw's variance (one val set, as every stored draw): training + evaluation variance, and the evaluation share.
 
 Tail mIoU and mIoU in %. Only the synthetic dataset: its val split is drawn from a seed, so more scenes of the same
-kind can be drawn; a dataset read from files has the images it has. The synthetic val set's size is not a configuration
-key: it is `SYNTHETIC_SIZES['val']` (100 scenes) in `ael_nb/synthetic.py`, capped by `eval.max_images`."""
+kind can be drawn; a dataset read from files has the images it has. The synthetic val set's size is
+`data.synthetic_val_n` (None: 100 scenes; the `cpu` preset's: 400), capped by `eval.max_images`."""
 from __future__ import annotations
 import argparse, json
 from pathlib import Path
 import numpy as np
 import torch
 from ael_nb.cli import read_stored
-from ael_nb.config import resolved
+from ael_nb.config import apply_overrides, resolved
 from ael_nb.core import DataError, atomic_write_text
 from ael_nb.evaluate import evaluate
-from ael_nb.registry import get_dataset
+from ael_nb.plan import make_dataset
 from ael_nb.state import load_model
 
 RESULTS = Path(__file__).resolve().parent / 'results'
 
 def val_sets(cfg, k: int) -> list:
     "`k` disjoint synthetic val sets of the run's own size (set 0: the scenes the run evaluated)."
-    own = get_dataset('synthetic', None, split=cfg.data.val_split, size=tuple(cfg.data.synthetic_size))
+    own = make_dataset(cfg, cfg.data.val_split)
     n = min(cfg.eval.max_images or len(own), len(own))
-    big = get_dataset('synthetic', None, split=cfg.data.val_split, size=tuple(cfg.data.synthetic_size), n=k * n)
+    big = make_dataset(apply_overrides(cfg, [f'data.synthetic_val_n={k * n}']), cfg.data.val_split)
     return [big.subset(big.ids[i * n:(i + 1) * n]) for i in range(k)]
 
 def check_runs(dirs: list[Path]):

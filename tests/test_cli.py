@@ -297,12 +297,12 @@ def test_the_pair_in_either_order(trained, tmp_path, capsys):
         assert rc == 0, err
         assert pair in out and f"supervised: {tmp_path / 'b' / 'run_supervised'}, trained here" in out, out
     finally: torch.set_num_threads(threads)
-    cell = json.loads(json.dumps(dict(grid='g', dataset='synthetic', iters=2, seed=1, variant='supervised', it=2,
+    stored_cfg = yaml.safe_load((sup / 'config.yaml').read_text()); stored_cfg['run']['seed'] = 2   # another draw (seed 1: the twin's own)
+    cell = json.loads(json.dumps(dict(grid='g', dataset='synthetic', iters=2, seed=2, variant='supervised', it=2,
                                       manifest_hash=s['manifest_hash'], manifest=s['manifest'], metrics=s['last'],
-                                      config=yaml.safe_load((sup / 'config.yaml').read_text()), time_s=1.0,
-                                      host=dict(path=s['path'], threads=1, torch=s['torch']))))
+                                      config=stored_cfg, time_s=1.0, host=dict(path=s['path'], threads=1, torch=s['torch']))))
     del cell['metrics']['teacher']; cell['metrics']['student']['tail_miou'] = .1; (tmp_path / 'res' / 'g').mkdir(parents=True)
-    (tmp_path / 'res' / 'g' / 'supervised__1-8__s1.json').write_text(json.dumps(cell))
+    (tmp_path / 'res' / 'g' / 'supervised__1-8__s2.json').write_text(json.dumps(cell))
     text = closing_summary(ael, tmp_path / 'res')                         # both runs among the stored draws of their path
     assert f"stored draws of this setting on {s['path']}" in text and '  this run   1 thr' in text and '  its twin   1 thr' in text, text
     assert "this run's tail is above" in text and "its twin's tail is above" in text, text

@@ -33,6 +33,15 @@ def test_each_method_trains_and_evaluates(tmp_path, method):
     assert load_config(tmp_path / 'config.yaml').method.name == method
 
 
+def test_val_set_size_changes_what_is_measured_not_what_is_learned(tmp_path):
+    "Two AEL runs evaluated every step on 2 and on 6 val scenes (data.synthetic_val_n): the same weights, other figures."
+    s = [train(tiny(tmp_path / f'v{n}', 'optim.iters=3', 'eval.interval=1', 'eval.max_images=null', f'data.synthetic_val_n={n}'))
+         for n in (2, 6)]
+    assert (s[0]['weights'], s[0]['teacher_weights']) == (s[1]['weights'], s[1]['teacher_weights'])
+    assert s[0]['last']['teacher']['per_class'] != s[1]['last']['teacher']['per_class']
+    assert [r['it'] for r in read_metrics(tmp_path / 'v6') if 'eval' in r] == [1, 2, 3]   # evaluated between the steps
+
+
 @pytest.mark.parametrize('method', ['supervised', 'ael'])
 def test_loss_decreases_on_a_fixed_batch(tmp_path, method):
     cfg = tiny(tmp_path, f'method.name={method}', 'optim.lr=0.01', 'model.dropout=0')
