@@ -213,6 +213,18 @@ def test_default_draws_come_from_the_stored_results():
     assert all('per_class' in d for p in stored['paths'].values() for d in p['draws'])
     for line in draws.readme_sentences(stored).splitlines(): assert line in readme, line
 
+def test_results_quote_the_alpha_screen():
+    "RESULTS' rows of the alpha 0.5 screen are the stored cells', beside the same seeds' AEL at alpha 1, all on 400 val scenes."
+    res, text = REPO / 'bench' / 'results', (REPO / 'bench' / 'RESULTS.md').read_text()
+    for seed in (0, 1):
+        for alpha, f in ((1, res / 'quarter-val400-avx2-zen4' / f'ael_s{seed}_1thread.json'),
+                         (0.5, res / 'screen-synthetic96-800it' / f'ael_alpha0.5_fp32__1-4__s{seed}.json')):
+            c = json.loads(f.read_text()); m = c['metrics']['teacher']
+            assert (c['config']['method']['alpha'], c['config']['data']['synthetic_val_n']) == (alpha, 400)
+            cls = ' | '.join(f"{100 * m['per_class'][k]:.1f}" for k in ('pole', 'sign', 'pedestrian', 'bicycle'))
+            assert f"  | {seed} | {alpha} | {100 * m['tail_miou']:.1f} | {100 * m['miou']:.1f} | {cls} |" in text
+
+
 def test_draw_criteria_by_hand():
     "Issue 45's tests on hand-made draws: AEL 30/26 above supervised 20/18; pole 10 vs 14 is 4 points below (fails), "
     "the rest above; the gap share (28 - 19) / (37 - 19) = 0.5 holds; one supervised draw at 27 breaks 'every AEL above'."
