@@ -31,7 +31,9 @@ def test_a_stored_config_that_predates_a_key_reads_its_default():
     assert config_diff(old, get_config('cpu'), WEIGHTS_FREE)['model.head_channels'] == (Config().model.head_channels, 64)
 
 def test_an_old_config_upgrades_to_todays_form_and_loads_as_before(tmp_path):
-    "A config.yaml written before 37bf2ad (no model.head_channels): compared in today's form, read back as before."
+    "A config.yaml written before 37bf2ad (no model.head_channels): compared in today's form; as a partial file it takes "
+    "the preset's value, as a run's own file the key's default (256, the head it trained), so resuming it under today's "
+    "`cpu` preset (64) is a change the check names."
     cfg = get_config('cpu'); old = to_dict(cfg); del old['model']['head_channels']
     now = upgrade_config(old)
     assert [k for k, _ in flat_items(now)] == valid_keys() and now['model']['head_channels'] == Config().model.head_channels
@@ -39,7 +41,8 @@ def test_an_old_config_upgrades_to_todays_form_and_loads_as_before(tmp_path):
     assert flat_settings(old) == dict(flat_items(now))
     (tmp_path / 'config.yaml').write_text(yaml.safe_dump(old, sort_keys=False))
     assert load_config(tmp_path / 'config.yaml') == cfg                  # the preset's value, as from_dict reads it
-    assert config_changes(cfg, tmp_path) == []
+    assert load_config(tmp_path / 'config.yaml', stored=True).model.head_channels == Config().model.head_channels
+    assert config_changes(cfg, tmp_path) == [f'model.head_channels: {Config().model.head_channels} -> {cfg.model.head_channels}']
 
 
 def test_resume_check_and_reference_match_use_it(tmp_path):
