@@ -2,6 +2,7 @@
 
     python bench/draws.py                  # writes bench/results/default_draws.json, prints the README's sentences
     python bench/draws.py --results DIR    # the draws stored under another folder (written there)
+    python bench/draws.py --fraction 1/16  # a candidate: the same setting at another labeled share (draws_1-16.json)
 
 A draw is one stored result at the `cpu` preset's setting (`ael_nb.cli.setting_of`; an AEL draw also with the preset's
 `method.*` keys, so a screened candidate is no draw of the default, and at its labeled share): grid `cheaper`'s rows that resolve
@@ -65,10 +66,12 @@ def criteria(e: dict) -> dict:
                 gap_share=_r(share), gap_share_half=None if share is None else share >= 0.5,
                 counts={k: len(e[k]) for k in METHODS})
 
-def default_draws(results: Path) -> dict:
-    "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read."
+def default_draws(results: Path, fraction: str|None = None) -> dict:
+    "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read; "
+    "`fraction` ('1/16'): the same setting at another labeled share, a candidate's draws."
     cfg = get_config('cpu')
-    want, share = setting_of(to_dict(cfg)), str(Fraction(cfg.data.fraction).limit_denominator(1000)).replace('/', '-')
+    want = setting_of(to_dict(cfg))
+    share = str(Fraction(fraction or cfg.data.fraction).limit_denominator(1000)).replace('/', '-')
     ael = {k: v for k, v in flat_settings(get_config('cpu')).items() if k.startswith('method.')}
     # an AEL cell with a method switch of its own (a screened candidate) is another method, not a draw of the default
     # and a cell at another labeled share (its split's name, '1-4' of '1-4_fold0') is another setting; the ceiling has all labels
@@ -85,7 +88,8 @@ def default_draws(results: Path) -> dict:
                         miou=_r(d['miou']), per_class=d['per_class'] and {c: _r(v) for c, v in d['per_class'].items()},
                         source=rel(d), inferred=d['inferred']) for d in mine])
     for e in paths.values(): e['criteria'] = criteria(e)
-    return dict(setting="the cpu preset's (ael-train's default run)", tail='tail mIoU, %', paths=paths,
+    return dict(setting="the cpu preset's (ael-train's default run)" + (f", {fraction} labeled" if fraction else ''),
+                tail='tail mIoU, %', paths=paths,
                 unknown_path=[rel(d) for d in at if not d['path']])
 
 def pairs_table(e: dict) -> str:
@@ -125,9 +129,12 @@ def readme_sentences(draws: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument('--results', default=str(RESULTS), help='folder of stored results (default bench/results); the file is written there')
+    ap.add_argument('--fraction', default=None, help="another labeled share (e.g. 1/16): writes draws_1-16.json, prints its tables")
     args = ap.parse_args(argv)
-    d = default_draws(Path(args.results))
-    atomic_write_text(Path(args.results) / 'default_draws.json', json.dumps(d, indent=1) + '\n')
+    d = default_draws(Path(args.results), args.fraction)
+    name = f"draws_{args.fraction.replace('/', '-')}.json" if args.fraction else 'default_draws.json'
+    atomic_write_text(Path(args.results) / name, json.dumps(d, indent=1) + '\n')
     print(readme_sentences(d))
+    if args.fraction: print('\n\n'.join(f"{p}\n{pairs_table(e)}" for p, e in d['paths'].items()))
 
 if __name__ == '__main__': main()

@@ -225,6 +225,27 @@ def test_results_quote_the_alpha_screen():
             assert f"  | {seed} | {alpha} | {100 * m['tail_miou']:.1f} | {100 * m['miou']:.1f} | {cls} |" in text
 
 
+def test_the_sixteenth_screen_comes_from_the_stored_results():
+    "`bench/results/draws_1-16.json` is what `bench/draws.py --fraction 1/16` writes today (the same setting at 1/16 "
+    "labeled, a candidate, no draw of the default), and RESULTS' table and words of it are its."
+    sys.path.insert(0, str(REPO / 'bench'))
+    import draws
+    stored = json.loads((REPO / 'bench' / 'results' / 'draws_1-16.json').read_text())
+    assert draws.default_draws(REPO / 'bench' / 'results', '1/16') == stored
+    e = stored['paths']['avx2-fp32']
+    assert sorted(d['seed'] for d in e['draws'] if d['method'] == 'ael') == [0, 1, 2, 3, 4] and e['criteria'] == draws.criteria(e)
+    default = {(d['source']) for p in json.loads((REPO / 'bench' / 'results' / 'default_draws.json').read_text())['paths'].values()
+               for d in p['draws'] if d['method'] != 'full'}
+    assert not default & {d['source'] for d in e['draws']}                  # 1/16's draws are not the default's (1/4)
+    results = ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
+    assert ' '.join(draws.pairs_table(e).split()) in results
+    c = e['criteria']
+    assert (f"AEL {min(e['ael']):.1f}-{max(e['ael']):.1f} against supervised {min(e['supervised']):.1f}-{max(e['supervised']):.1f}"
+            in results and f"{100 * c['gap_share']:.0f} % of the tail gap" in results)
+    assert c['every_ael_above'] and f"every AEL draw above every supervised one, by {min(e['ael']) - max(e['supervised']):.1f} points" in results
+    assert c['no_class_below_2'] and c['gap_share_half']                  # the three tests hold at one thread on AVX2
+
+
 def test_draw_criteria_by_hand():
     "Issue 45's tests on hand-made draws: AEL 30/26 above supervised 20/18; pole 10 vs 14 is 4 points below (fails), "
     "the rest above; the gap share (28 - 19) / (37 - 19) = 0.5 holds; one supervised draw at 27 breaks 'every AEL above'."
