@@ -27,8 +27,8 @@ KEEP = ('method', 'preset', 'it', 'iters', 'amp', 'device', 'device_name', 'path
         'manifest_hash', 'weights', 'teacher_weights', 'table')
 
 
-def reevaluate(run_dir: Path, s: dict, cfg: dict, val_n: int) -> tuple[dict, dict]:
-    "The run's final models on `val_n` synthetic val scenes: `last` metrics and configuration as a run at that size writes them."
+def reevaluate(run_dir: Path, s: dict, cfg: dict, val_n: int) -> tuple[dict, dict, int]:
+    "The run's final models on `val_n` synthetic val scenes: `last` metrics and configuration as a run at that size writes them, and its own val set's size."
     c = from_dict(upgrade_config(cfg))                              # a key it predates: as it ran
     if c.data.dataset != 'synthetic': raise DataError(run_dir / 'config.yaml', 'only synthetic scenes can be drawn anew (--val-n)')
     if c.eval.max_images is not None: raise DataError(run_dir / 'config.yaml', 'eval.max_images is set: the run saw part of its val set')
@@ -53,7 +53,7 @@ def reevaluate(run_dir: Path, s: dict, cfg: dict, val_n: int) -> tuple[dict, dic
                                                           "figures: another path, thread count or code than the run's")
             last[which] = cm.merge(ev(more)).summary(info)
     finally: torch.set_num_threads(before)
-    return last, cfg | dict(data=cfg['data'] | dict(synthetic_val_n=val_n))
+    return last, cfg | dict(data=cfg['data'] | dict(synthetic_val_n=val_n)), len(own)
 
 def cell_of(run_dir: Path, command: str, commit: str|None = None, val_n: int|None = None) -> dict:
     "The run's summary (what decides and describes the draw), its configuration, its final metrics and the command."
@@ -62,8 +62,7 @@ def cell_of(run_dir: Path, command: str, commit: str|None = None, val_n: int|Non
     s = json.loads((run_dir / 'summary.json').read_text())
     cfg, last, extra = read_yaml(run_dir / 'config.yaml'), s['last'], {}
     if val_n is not None:
-        n0 = len(make_dataset(from_dict(upgrade_config(cfg)), cfg['data']['val_split']))
-        last, cfg = reevaluate(run_dir, s, cfg, val_n)
+        last, cfg, n0 = reevaluate(run_dir, s, cfg, val_n)
         extra = dict(reevaluated=dict(val_n=val_n, own_val_n=n0, own_tail={k: v['tail_miou'] for k, v in s['last'].items()},
                                       how=f'bench/store_run.py --val-n {val_n}: the final models on {val_n} val scenes, '
                                           f'the first {n0} repeating the run\'s own figures exactly'))
@@ -80,7 +79,8 @@ def main(argv=None):
     ap.add_argument('--commit', default=None, help="the kit's commit it ran at")
     ap.add_argument('--val-n', type=int, default=None, help='evaluate the final models on this many synthetic val scenes')
     args = ap.parse_args(argv)
-    cell = cell_of(args.run_dir, args.command, args.commit, args.val_n)
+    try: cell = cell_of(args.run_dir, args.command, args.commit, args.val_n)
+    except DataError as e: raise SystemExit(f'store_run: {e}') from None   # one line naming the file, nothing written
     args.dest.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.dest, json.dumps(cell, indent=1) + '\n')
     d = read_stored(args.dest)
