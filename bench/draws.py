@@ -2,7 +2,7 @@
 
     python bench/draws.py                  # writes bench/results/default_draws.json, prints the README's sentences
     python bench/draws.py --results DIR    # the draws stored under another folder (written there)
-    python bench/draws.py --fraction 1/16  # a candidate: the same setting at another labeled share (draws_1-16.json)
+    python bench/draws.py --fraction 1/4   # the same setting at another labeled share (draws_1-4.json)
 
 A draw is one stored result at the `cpu` preset's setting (`ael_nb.cli.setting_of`; an AEL draw also with the preset's
 `method.*` keys, so a screened candidate is no draw of the default, and at its labeled share): grid `cheaper`'s rows that resolve
@@ -68,7 +68,7 @@ def criteria(e: dict) -> dict:
 
 def default_draws(results: Path, fraction: str|None = None) -> dict:
     "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read; "
-    "`fraction` ('1/16'): the same setting at another labeled share, a candidate's draws."
+    "`fraction` ('1/4'): the same setting at another labeled share (a candidate, or an earlier default)."
     cfg = get_config('cpu')
     want = setting_of(to_dict(cfg))
     share = str(Fraction(fraction or cfg.data.fraction).limit_denominator(1000)).replace('/', '-')
@@ -129,12 +129,12 @@ def readme_sentences(draws: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument('--results', default=str(RESULTS), help='folder of stored results (default bench/results); the file is written there')
-    ap.add_argument('--fraction', default=None, help="another labeled share (e.g. 1/16): writes draws_1-16.json, prints its tables")
+    ap.add_argument('--fraction', default=None, help="another labeled share (e.g. 1/4): writes draws_1-4.json, prints its tables")
     args = ap.parse_args(argv)
     d = default_draws(Path(args.results), args.fraction)
     name = f"draws_{args.fraction.replace('/', '-')}.json" if args.fraction else 'default_draws.json'
     atomic_write_text(Path(args.results) / name, json.dumps(d, indent=1) + '\n')
     print(readme_sentences(d))
-    if args.fraction: print('\n\n'.join(f"{p}\n{pairs_table(e)}" for p, e in d['paths'].items()))
+    print('\n\n'.join(f"{p}\n{pairs_table(e)}" for p, e in d['paths'].items()))
 
 if __name__ == '__main__': main()

@@ -84,7 +84,7 @@ def main(argv=None):
     args.dest.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.dest, json.dumps(cell, indent=1) + '\n')
     d = read_stored(args.dest)
-    print(f"{args.dest}: {d['method']} seed {d['seed']}, {d['path']} at {d['threads']} threads, tail {d['tail']:.1f}")
+    print(f"{args.dest}: {d['method']} seed {d['seed']}, {d['path']} at {d['threads']} thread{'s' * (d['threads'] != 1)}, tail {d['tail']:.1f}")
 
 
 if __name__ == '__main__': main()
