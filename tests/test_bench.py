@@ -494,6 +494,10 @@ def test_readme_times_the_default_from_its_stored_run():
     assert 'repeats a stored draw' in log and 'sixteenth-val400-avx2-zen4/ael_s0_2threads.json): tail mIoU' in log
     assert "this run's tail is above 3 of 3 supervised draws and above 0 of 2 stored ael draws at 2 threads" in log
     assert 'above 3 of 3 supervised draws and 0 of the 2 other AEL draws at 2 threads' in text
+    twin = json.loads((res / 'sixteenth-val400-avx2-zen4' / 'supervised_s0_2threads.json').read_text())['metrics']['student']
+    e = json.loads((res / 'default_draws.json').read_text())['paths']['avx2-fp32']
+    assert f"(tail {100 * twin['tail_miou']:.1f} against AEL's {tail:.1f})" in text and tail == round(min(e['ael']), 1)   # the path's lowest AEL draw
+    assert f"{tail - max(e['supervised']):.1f} points above the highest supervised one" in text
 
 
 def test_a_default_run_on_a_path_without_draws_says_so(tmp_path):
