@@ -491,7 +491,7 @@ def cpu() -> Config:
     c.data.dataset, c.data.train_split, c.data.val_split = 'synthetic', 'train', 'val'
     c.data.fraction, c.data.synthetic_size, c.data.crop_size, c.data.scale = 1/16, (64, 96), (64, 96), (1.0, 1.0)
     c.data.batch_size = 4
-    c.data.synthetic_val_n = 400   # one set of 100 scenes was half a supervised draw's variance (issue 45)
+    c.data.synthetic_val_n = 400   # one set of 100 scenes was half a supervised draw's variance
     c.model.backbone, c.model.output_stride, c.model.deep_stem, c.model.aux = 'resnet18', 16, False, False
     c.model.head_channels = 64
     c.model.channels_last = True

@@ -1,7 +1,7 @@
 """The authors' adaptive-CutMix region search, for timing next to the kit's (bench/cost.py, part b).
 
-Written here from the published description (paper, Sec. 3.3 and appendix A; the code facts in
-/work/shared/reference/ael-reference-notes.md, "Adaptive CutMix"), not copied from their code: per source image, on
+Written here from the published description (paper, Sec. 3.3 and appendix A, and what the authors' code does there),
+not copied from their code: per source image, on
 the CPU, label the connected components of the teacher's predicted class with scikit-image, pick a random component
 larger than `min_area` of the image, cut its bounding box; without one, a random box of half the image."""
 from __future__ import annotations

@@ -2,7 +2,7 @@
 run) -> results/<grid dir>_curves.csv (variant, fraction, seed, it, model, miou, tail_miou) and _curves.png (each variant's mean
 over seeds, band min-max; solid teacher, dashed student).
 
-    python bench/curves.py /work/runs_cv/camvid-camvid160-1500it
+    python bench/curves.py RUNS/camvid-camvid160-1500it
     python bench/curves.py RUNS/setting-synthetic96-800it-cuda --variants supervised 'ael ramp acm half' 'cutmix ramp'
 
 Run directories are named by `bench/grid.py` as <variant>__<fraction>__s<seed>; a cell's variant name is read from

@@ -52,7 +52,7 @@ def paired(draws: list[dict]) -> dict:
     return out
 
 def criteria(e: dict) -> dict:
-    "Issue 45's tests of one path's draws: AEL above supervised draw by draw, no tail class of AEL's mean more than 2 points "
+    "The three tests of one path's draws: AEL above supervised draw by draw, no tail class of AEL's mean more than 2 points "
     "below supervised's, AEL's mean share of the supervised-to-fully-labeled tail gap (null where a side has no draw)."
     tail = [SYNTHETIC_INFO.class_names[c] for c in SYNTHETIC_INFO.tail_classes]
     mean = lambda m, c: _mean_sd([d['per_class'][c] for d in e['draws'] if d['method'] == m and d['per_class']

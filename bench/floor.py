@@ -40,7 +40,7 @@ SWITCHES = {'fp32': _switches('none'), 'fp32 + channels_last': _switches('none',
             'bf16 + channels_last + compile': _switches('bf16', True, compile=True),
             'fp32 + deterministic': _switches('none', deterministic=True),
             'bf16 + channels_last + deterministic': _switches('bf16', True, deterministic=True)}
-DETERMINISTIC_MISSING = ("run.deterministic is not a configuration key of this checkout (issue 30's switch for reproducible "
+DETERMINISTIC_MISSING = ("run.deterministic is not a configuration key of this checkout (the switch for reproducible "
                          "GPU runs): merge it first")
 
 

@@ -1,8 +1,8 @@
-"""Bring a GPU session's reports (the files `bench/paper_scale_gpu.sh` leaves in its OUT folder) into bench/results, named
+"""Bring a GPU run's reports (the files `bench/paper_scale_gpu.sh` leaves in its OUT folder) into bench/results, named
 by device and date, each with a provenance line: device, torch, project commit, how it was measured.
 
     python bench/fold_gpu.py A [B ...] --device h200 --date 2026-11-28 --commit fe6d021 \\
-        --how 'bench/paper_scale_gpu.sh on one lent H200, run from a copy of the tree' [--note '...']
+        --how 'bench/paper_scale_gpu.sh on one H200, run from a copy of the tree' [--note '...']
 
   A/paper_scale.json, B/...  -> results/paper_scale_cuda_<device>_<date>.{json,md}  (the stages' parts in one report;
                                                                                    26_arithmetic reads the json)
@@ -49,7 +49,7 @@ def fold(args) -> list[Path]:
         (out / f'{name}.md').write_text(head + md)
         written.extend([out / f'{name}.json', out / f'{name}.md'])
     reports = [json.loads((s / 'paper_scale.json').read_text()) for s in srcs if (s / 'paper_scale.json').is_file()]
-    for r in reports: r.pop('runs', None); r.get('args', {}).pop('out', None)   # the session's own temporary paths
+    for r in reports: r.pop('runs', None); r.get('args', {}).pop('out', None)   # the run's own temporary paths
     if reports:
         res = merged(reports)
         write(f'paper_scale_cuda_{args.device}_{args.date}', res, paper_scale.markdown(res))
@@ -65,7 +65,7 @@ def fold(args) -> list[Path]:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('src', nargs='+', help="the GPU session's stages: each an unpacked paper_scale_<stage>.tgz")
+    p.add_argument('src', nargs='+', help="the GPU run's stages: each an unpacked paper_scale_<stage>.tgz")
     p.add_argument('--device', required=True, help='short GPU name for the file names, e.g. h200')
     p.add_argument('--date', required=True, help='day of the measurement, YYYY-MM-DD')
     p.add_argument('--commit', required=True, help='project commit that was measured')

@@ -1,6 +1,6 @@
-"""Time the `folder` preset's step on CamVid laid out as a user's folder (issue 39), on this machine's CPU.
+"""Time the `folder` preset's step on CamVid laid out as a user's folder, on this machine's CPU.
 
-    python bench/folder_step.py --camvid ../shared/datasets/camvid --steps 20 --tag cpu_avx2
+    python bench/folder_step.py --camvid $AEL_CAMVID_ROOT --steps 20 --tag cpu_avx2
 
 The folder is built under /tmp (links to the CamVid files, nothing copied, never in the repository): its 367
 training images in `images/`, every 8th one's mask in `labels/` (the first 45), the 101 validation images and masks

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# GPU evidence for the default run's setting, as ONE command for a lent GPU machine (one GPU, 16 cores), at most MINUTES
+# GPU evidence for the default run's setting, as ONE command for one GPU machine (one GPU, 16 cores), at most MINUTES
 # of wall time (default 8). Every cell is a bench/grid.py cell (alpha ramped in over the first half, bf16 autocast, one
 # CPU thread each; --device cuda: JOBS processes share the GPU). Cells already in bench/results are not run again
 # (the script starts from a copy of it). Three phases, in priority order, all under the same stop time:
-#   (1) synthetic96, 800 steps, GRIDS (default: grid `frameworks`, then `setting`): `frameworks` is issue 24's evidence,
+#   (1) synthetic96, 800 steps, GRIDS (default: grid `frameworks`, then `setting`): `frameworks` is the frameworks' evidence,
 #       supervised, CutMix, AEL, FixMatch, FixMatch + AEL, UniMatch, UniMatch + AEL, full (and FixMatch / UniMatch
 #       labeled by the student, as their code), seeds 0 1 2; `setting`'s fp32 CutMix + ramp cells are the last ones
 #       missing on the H200 (bf16 beside fp32 for supervised, CutMix + ramp and AEL + ramp);
@@ -22,7 +22,7 @@
 #            which classes reached the unlabeled loss (runs.tgz keeps the traces): tar xzf OUT/runs.tgz -C /tmp, then
 #            python bench/pseudo_labels.py /tmp/ael_gpu_runs/frameworks-camvid160-1500it/{cutmix,ael,fixmatch,fixmatchpael,
 #            unimatch,unimatchpael}__1-8__s? --csv bench/results/frameworks-camvid160-1500it_loss_classes.csv
-# Needs ael_nb's dependencies importable (on the lent machines: fastcore, carried as a wheel; see bench/README.md).
+# Needs ael_nb's dependencies importable (on a bare GPU machine: fastcore, carried as a wheel; see bench/README.md).
 set -u
 OUT=$(realpath -m "${1:?usage: gpu_session.sh OUT [MINUTES]}"); MIN=${2:-8}; JOBS=${JOBS:-16}
 DEVICE=${DEVICE:-cuda}; ITERS=${ITERS:-800}      # a plumbing test elsewhere: DEVICE=cpu ITERS=2 CAMVID_ITERS=2 SCHEDULE_ITERS=2 GRIDS=frameworks:0 CAMVID_GRIDS=frameworks:0 JOBS=2
@@ -50,7 +50,7 @@ CAMVID_ROOT=bench/_work/camvid_180x240
 wait
 [ "${SCHEDULE:-1}" = 1 ] && phase schedule schedule --dataset synthetic96 --iters "${SCHEDULE_ITERS:-1600}"
 grep -hE 'ok in|FAILED|stopped|recovered|grid done' "$OUT"/grid*.log "$OUT"/report*.log | tail -40
-# the device tool returns flat folders only: pack the cells and tables, and the run directories (without checkpoints)
+# a remote runner may return flat folders only: pack the cells and tables, and the run directories (without checkpoints)
 tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$OUT/results"
 tar czf "$OUT/runs.tgz" --exclude='*.pth' --exclude='events.*' -C /tmp ael_gpu_runs
 echo "done in $(( $(date +%s) - T0 )) s"

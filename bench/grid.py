@@ -108,7 +108,7 @@ GRIDS.update({
                                'ael ramp acm half thr0.7': ['method.name=ael', 'method.acm_targets=half',
                                                             'method.pl_threshold=0.7'] + RAMP + BF16},
                      baseline='supervised', ceiling='full'),
-    # AEL's components on today's weak-to-strong frameworks (issue 24), on the default run's setting (--dataset synthetic96
+    # AEL's components on today's weak-to-strong frameworks, on the default run's setting (--dataset synthetic96
     # --iters 800) and on CamVid (--dataset camvid160, 1500 steps): each framework alone and with AEL's four components
     # (4 targets + 4 ACM sources, as ael-train); FixMatch and UniMatch label with the EMA teacher (the kit's labeler, so that
     # only the framework differs from AEL's rows), and once more with the student under stop-gradient (their own code's)
@@ -130,7 +130,7 @@ GRIDS.update({
                              | {'full': FULL + BF16, 'supervised fp32': ['method.name=supervised'] + RAMP,
                                 'ael fp32': ['method.name=ael'] + HALF + RAMP, 'full fp32': FULL},
                     baseline='supervised', ceiling='full'),
-    # a cheaper default run (issue 31; give --dataset synthetic96 --iters 800): supervised and AEL as `ael-train` runs it,
+    # a cheaper default run (give --dataset synthetic96 --iters 800): supervised and AEL as `ael-train` runs it,
     # each with a narrower ASPP + decoder (model.head_channels), random crops of the whole scenes (objects keep their size;
     # evaluation on whole scenes) and/or 600 steps (alpha ramped over the first half, the bank's time constant as the same
     # share of the run), beside today's setting
@@ -153,7 +153,7 @@ GRIDS.update({
                            | {'full s64x96 h64 lr0.02': FULL + BF16 + S64H64,
                               'full s64x96 h64 lr0.02 b4 1600': FULL + BF16 + S64H64 + ['data.batch_size=4', 'optim.iters=1600']},
                     baseline='supervised', ceiling=None),
-    # issue 45: candidates for a default run whose AEL tail gain is larger than the draw on the AVX2 fp32 path (run it
+    # candidates for a default run whose AEL tail gain is larger than the draw on the AVX2 fp32 path (run it
     # capped: ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2; --dataset synthetic96 --iters 800): the `cpu` preset's
     # setting in fp32 with one change. os8: the ASPP at stride 8, where a pole still shows (oracle_stride: 0.1 -> 20.7 IoU)
     'screen': dict(variants={f'{m}{tag} fp32': [f'method.name={m}'] + (HALF if m == 'ael' else []) + CPU + ov
@@ -195,7 +195,7 @@ SETTINGS = {
     'synthetic96': dict(iters=400, manifests='synthetic',
                         overrides=['data.dataset=synthetic', 'data.synthetic_size=[96,128]', 'data.crop_size=[96,128]',
                                    'data.scale=[1.0,1.0]', 'data.batch_size=8', 'eval.protocol=whole']),
-    # the candidate for a cheaper default run (issue 31; the one above is the `cpu` preset's): whole 64x96 scenes,
+    # the candidate for a cheaper default run (the one above is the `cpu` preset's): whole 64x96 scenes,
     # batch 4 (+ 4 unlabeled), 0.32x the 96x128 batch-8 step's CPU time in fp32 on AVX2 (results/levers_cpu_avx2_*.md)
     'synthetic64': dict(iters=800, manifests='synthetic',
                         overrides=['data.dataset=synthetic', 'data.synthetic_size=[64,96]', 'data.crop_size=[64,96]',
@@ -242,7 +242,7 @@ KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets',
                     ('method', 'teacher_mode', 'eval'), ('method', 'labeled_unsup', False), ('method', 'acm_min_area', None),
                     ('model', 'checkpointing', False), ('model', 'head_channels', 256), ('run', 'deterministic', False),
                     ('run', 'allow_changes', False), ('run', 'keep_previous', True),
-                    # the authors' code's switches (issue 32), at the kit's values
+                    # the authors' code's switches, at the kit's values
                     ('method', 'aes_bank', 'before'), ('method', 'aes_draw', 'pixel'), ('method', 'unsup_denominator', 'labeled'),
                     ('method', 'table_rule', 'share'), ('method', 'acm_full', 'region'), ('method', 'box_position', 'uniform'),
                     ('method', 'cp_choice', 'present'),
@@ -251,7 +251,7 @@ KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets',
                     # UniMatch V2's keys (18d, 05a), at their defaults: no effect on the ResNet methods with SGD
                     ('model', 'lock_backbone', False), ('optim', 'optimizer', 'sgd'), ('optim', 'betas', [0.9, 0.999]),
                     ('optim', 'lr_lag', 0), ('method', 'comp_drop', True),
-                    # the weak-to-strong frameworks' keys (issue 24), at their defaults: no effect on the earlier methods
+                    # the weak-to-strong frameworks' keys, at their defaults: no effect on the earlier methods
                     ('method', 'base', 'cutmix'), ('method', 'teacher', 'ema'), ('method', 'conf_thresh', 0.95),
                     ('method', 'strong_views', 2), ('method', 'fp_dropout', 0.5), ('method', 'unimatch_weights', [0.5, 0.5]),
                     ('method', 'halve_loss', True), ('method', 'jitter', [0.5, 0.5, 0.5, 0.25]), ('method', 'jitter_prob', 0.8),
@@ -275,7 +275,7 @@ def cell_key(overrides: list[str]) -> str:
         if d[sec].get(k) == earlier: d[sec].pop(k)
     d['run'].pop('trace_interval', None); d['run'].pop('trace_images', None) # no effect on the result
     acm_on = d['method']['acm']                                               # ACM on, under any method
-    parts = ('acp', 'acm', 'aes', 'dr')                                       # before issue 24 the other methods ignored AEL's switches,
+    parts = ('acp', 'acm', 'aes', 'dr')                                       # the other methods once ignored AEL's switches,
     if d['method']['name'] != 'ael' and not any(d['method'][p] for p in parts):   # left at their default (on): the same runs
         d['method'].update({p: True for p in parts})
     if not acm_on:                                                            # ACM only: no effect without it

@@ -1,4 +1,4 @@
-"""How much of each class a map at output stride s can hold at all: `bench/results/oracle_stride.json` (issue 38's pole).
+"""How much of each class a map at output stride s can hold at all: `bench/results/oracle_stride.json` (the pole of the synthetic scenes).
 
     python bench/oracle_stride.py [--preset cpu]
 

@@ -1,4 +1,4 @@
-"""Paper-scale checks for a lent GPU: the paper-scale notebook's commands, run for real (`bench/paper_scale_gpu.sh`).
+"""Paper-scale checks on one GPU: the paper-scale notebook's commands, run for real (`bench/paper_scale_gpu.sh`).
 
 Parts, in this order (each through the kit's own console scripts or bench/floor.py, each run under `--timeout`):
   default  the README's first run on this device: `ael-train` with no settings (the `cpu` preset): wall time, the step
@@ -38,7 +38,7 @@ def read_jsonl(path) -> list[dict]:
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.is_file() else []
 
 
-DEADLINE = float('inf')   # time.time() by which every run ends (`--budget`): a device session's command limit
+DEADLINE = float('inf')   # time.time() by which every run ends (`--budget`): a remote command's time limit
 
 
 def run_cmd(cmd, log, timeout, env=None) -> dict:
@@ -397,7 +397,7 @@ def main(argv=None):
     p.add_argument('--floor-timeout', type=float, default=float(env_default('FLOOR_TIMEOUT', 300)),
                    help='seconds per bench/floor.py run')
     p.add_argument('--budget', type=float, default=float(env_default('BUDGET', 540)),
-                   help='seconds for everything: later parts are skipped, runs stopped (the device tool allows 600 a command)')
+                   help='seconds for everything: later parts are skipped, runs stopped (for a remote machine that allows 600 s a command)')
     p.add_argument('--tiny', action='store_true', default=env_default('TINY', '0') == '1', help='tiny scenes and ResNet-18 (plumbing test)')
     args = p.parse_args(argv)
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)

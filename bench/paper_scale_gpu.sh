@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The paper-scale checks on a lent GPU machine (one GPU), in two commands of at most 9 minutes each (bench/paper_scale.py):
-#   bash bench/paper_scale_gpu.sh $OUT a   reproducible GPU runs (issue 30): SIGTERM / SIGUSR1 / SIGKILL to ael-train and to
+# The paper-scale checks on one GPU machine, in two commands of at most 9 minutes each (bench/paper_scale.py):
+#   bash bench/paper_scale_gpu.sh $OUT a   reproducible GPU runs: SIGTERM / SIGUSR1 / SIGKILL to ael-train and to
 #                                          torchrun under run.deterministic=true -> --resume bit-identical to an uninterrupted
 #                                          run (signals); two uninterrupted runs without it (spread); the switch's cost, AEL
 #                                          with and without it at paper and small scale (detcost): the cityscapes preset
@@ -11,7 +11,7 @@
 #                                          (scale); the speed switches (switches); built-in data through ael-launch (launch)
 #   --cpu after the stage: a dry run of the same parts on the CPU at tiny size, 2 steps (ResNet-18 OS16, 64-pixel crops);
 #   stage a's detcost runs the cityscapes preset under run.deterministic=true there too.
-# Each command leaves two files in OUT (the device tool brings back at most 8): paper_scale_<stage>.tgz (paper_scale.json
+# Each command leaves two files in OUT (a remote runner may bring back only a few): paper_scale_<stage>.tgz (paper_scale.json
 # and .md, floor_*.{json,md}, the logs, the machine's description) and paper_scale_<stage>.md. Back here, unpack both
 # tarballs into two folders and fold them into bench/results (bench/README.md):
 #   python bench/fold_gpu.py A B --device h100 --date YYYY-MM-DD --commit <commit> --how '...'

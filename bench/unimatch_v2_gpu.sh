@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# UniMatch V2's step on a lent GPU (one GPU), one command of at most 9 minutes (bench/unimatch_v2_gpu.py): s/iter and
+# UniMatch V2's step on one GPU, one command of at most 9 minutes (bench/unimatch_v2_gpu.py): s/iter and
 # peak memory of ViT-S and ViT-B at 518 (4 + 4 images) and 798 (2 + 2), V2 alone and with AEL's four parts, fp32 and
 # bf16; no case starts after AEL_V2_BUDGET s (480). V2's logs beside: 0.49 s/iter (S), 1.17 (B), VOC at 518, 4 GPUs.
 #   bash bench/unimatch_v2_gpu.sh $OUT          leaves OUT/unimatch_v2_gpu.json and OUT/unimatch_v2_gpu.md
