@@ -20,7 +20,7 @@
 # Back here: tar xzf OUT/results.tgz -C /tmp && cp -rn /tmp/results/* bench/results/ && python bench/grid.py \
 #            frameworks --dataset synthetic96 --iters 800 --device cuda --report   (and so on per grid and dataset)
 #            which classes reached the unlabeled loss (runs.tgz keeps the traces): tar xzf OUT/runs.tgz -C /tmp, then
-#            python bench/pseudo_labels.py /tmp/ael_gpu_runs/frameworks-camvid160-1500it/{cutmix,ael,fixmatch,fixmatchpael,
+#            python bench/experiments/pseudo_labels.py /tmp/ael_gpu_runs/frameworks-camvid160-1500it/{cutmix,ael,fixmatch,fixmatchpael,
 #            unimatch,unimatchpael}__1-8__s? --csv bench/results/frameworks-camvid160-1500it_loss_classes.csv
 # Needs ael_nb's dependencies importable (on a bare GPU machine: fastcore, carried as a wheel; see bench/README.md).
 set -u

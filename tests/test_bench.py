@@ -150,7 +150,7 @@ def test_paper_scale_gpu_script_dry_mode_reproducibility(tmp_path):
 
 
 def test_pseudo_labels_reports_a_grid_run(tmp_path):
-    "bench/pseudo_labels.py on a grid run: labelled by its variant, tail shares from the traces from a step on, pass rates from metrics.jsonl, --csv."
+    "bench/experiments/pseudo_labels.py on a grid run: labelled by its variant, tail shares from the traces from a step on, pass rates from metrics.jsonl, --csv."
     import torch, pandas as pd
     run = tmp_path / 'fixmatch__1-8__s2'; (run / 'traces').mkdir(parents=True)
     (run / 'config.yaml').write_text('data: {dataset: synthetic}\nrun: {seed: 2}\n')
@@ -160,7 +160,7 @@ def test_pseudo_labels_reports_a_grid_run(tmp_path):
     y = torch.tensor([[0, 6, 9, 255], [6, 6, 1, 255]], dtype=torch.uint8)        # pole (6) x3, bicycle (9) x1, two not passed
     for it in (300, 500):
         torch.save(dict(it=it, y_hat=y), run / 'traces' / f'step_{it:06d}.pt')
-    cmd = [sys.executable, str(REPO / 'bench' / 'pseudo_labels.py'), str(run)]
+    cmd = [sys.executable, str(REPO / 'bench' / 'experiments' / 'pseudo_labels.py'), str(run)]
     r = subprocess.run(cmd + ['--csv', str(tmp_path / 'lc.csv')], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr
     assert ('fixmatch (seed 2, 1 traces): tail share of pseudo-labels 66.67%, kept 66.67%, loss weight 66.67%; '
@@ -273,7 +273,7 @@ def test_draw_criteria_by_hand():
 
 def test_oracle_stride_ceiling():
     "A 3-pixel-wide pole on a 64x96 scene: whole at stride 1, gone at 16 (one cell is 16 px wide), partly there at 4."
-    sys.path.insert(0, str(REPO / 'bench'))
+    sys.path.insert(0, str(REPO / 'bench' / 'experiments'))
     import torch
     from oracle_stride import ceiling_iou
     lab = torch.zeros(1, 64, 96, dtype=torch.long); lab[0, 8:60, 40:43] = 1; lab[0, :4] = 255
@@ -298,7 +298,7 @@ def test_folder_run_readme_states_its_summary():
 def test_eval_split_on_two_tiny_runs(tmp_path):
     "Two tiny runs, each evaluated on 4 disjoint val sets of its own size: set 0 repeats the run's own figure, and the "
     "split is the arithmetic the script's docstring states, from the per-set figures it stores; runs of two settings are refused."
-    sys.path.insert(0, str(REPO / 'bench'))
+    sys.path.insert(0, str(REPO / 'bench' / 'experiments'))
     import shutil, eval_split, numpy as np, pytest, torch, yaml
     from ael_nb.config import get_config
     from ael_nb.core import DataError

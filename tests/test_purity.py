@@ -73,3 +73,18 @@ def test_the_readme_has_no_date():
     "The README names no date at all (the history is CHANGELOG.md's)."
     text = (REPO / 'README.md').read_text()
     assert not re.search(r'\b20\d\d-\d\d-\d\d\b', text), re.findall(r'.{30}20\d\d-\d\d-\d\d.{10}', text)
+
+def test_bench_readme_lists_every_script():
+    "bench/README names every script a user runs (bench/) and every one-off experiment (bench/experiments/)."
+    text = (REPO / 'bench' / 'README.md').read_text()
+    missing = [p.name for p in sorted((REPO / 'bench').glob('*')) if p.suffix in ('.py', '.sh') and f"`{p.name}`" not in text and f"(`{p.name}`)" not in text]
+    missing += [p.name for p in sorted((REPO / 'bench' / 'experiments').glob('*.py')) if f"`experiments/{p.name}`" not in text]
+    assert not missing, missing
+
+def test_results_index_names_every_entry():
+    "bench/results/README.md names every folder and file stem of bench/results (a folder's files and a grid's tables by their stem)."
+    text = (REPO / 'bench' / 'results' / 'README.md').read_text()
+    stems = {p.name.split('.')[0] for p in (REPO / 'bench' / 'results').iterdir() if p.name != 'README.md'}
+    stems = {re.sub(r'_(per_class|gap|curves|1-\d+_per_class)$', '', s) for s in stems}
+    missing = sorted(s for s in stems if f"`{s}" not in text)
+    assert not missing, missing

@@ -1,6 +1,6 @@
 """How much of each class a map at output stride s can hold at all: `bench/results/oracle_stride.json` (the pole of the synthetic scenes).
 
-    python bench/oracle_stride.py [--preset cpu]
+    python bench/experiments/oracle_stride.py [--preset cpu]
 
 Each validation mask of the preset is made one-hot, average-pooled by s (what a perfect network's logits at stride s
 could say), upsampled bilinearly to full size and arg-maxed, as the kit's evaluation does with logits; the IoU of that

@@ -1,7 +1,7 @@
 """Which levers make the default run (`ael-train`, the `cpu` preset) faster on this machine's CPU.
 
-    python bench/levers.py                     # steps: fp32 / bf16 / channels_last / the authors' ACM batch; evaluation
-    python bench/levers.py --reps 7 --tag cpu_idle
+    python bench/experiments/levers.py                     # steps: fp32 / bf16 / channels_last / the authors' ACM batch; evaluation
+    python bench/experiments/levers.py --reps 7 --tag cpu_idle
 
 One process, the `cpu` preset's AEL run set up once per variant (same initialisation, the engine's own
 `setup(cfg).step()`), and the variants' steps **interleaved** (A, B, C, A, B, C, ...) `--reps` times: a load change
@@ -140,7 +140,7 @@ def main(argv=None):
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f'levers_{args.tag}.json').write_text(json.dumps(res, indent=1))
     md = [f"# Levers on the CPU ({args.tag}: {res['host']['cpu']}; {res['when']}, load average at the end {res['host']['load_avg'][0]:.1f})\n",
-          f"`python bench/levers.py {' '.join(sys.argv[1:] if argv is None else argv)}`: {args.reps} interleaved rounds of {args.steps} AEL steps per variant (`cpu` preset, "
+          f"`python bench/experiments/levers.py {' '.join(sys.argv[1:] if argv is None else argv)}`: {args.reps} interleaved rounds of {args.steps} AEL steps per variant (`cpu` preset, "
           f"800-step schedule), median of each round's steps; ratio = per-round ratio to `{ref}`.\n",
           '| variant | step s (median) | min-max | ratio to ref (median, min-max) | CPU s (median, min-max) | CPU ratio to ref | data s |',
           '|---|---|---|---|---|---|---|']

@@ -1,6 +1,6 @@
 """Is the redesigned engine's untraced step as fast as the engine before it? An A/B of two package versions.
 
-    python bench/engine_ab.py --old bench/_work/ael_nb_before --device cpu --steps 40 --rounds 3
+    python bench/experiments/engine_ab.py --old bench/_work/ael_nb_before --device cpu --steps 40 --rounds 3
     git -C . archive 1f3c265 ael_nb | tar x -C bench/_work/ael_nb_before     # the engine before the redesign
 
 Each round trains the same configuration (the `cpu` preset, AEL; keys the old version lacks are pinned to what it did:

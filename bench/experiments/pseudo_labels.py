@@ -1,6 +1,6 @@
 """Which classes reach the unlabeled loss: per-class counts of the pseudo-labels in runs' stored traces.
 
-    python bench/pseudo_labels.py RUN_DIR [RUN_DIR ...] [--from-step 400] [--csv OUT.csv]
+    python bench/experiments/pseudo_labels.py RUN_DIR [RUN_DIR ...] [--from-step 400] [--csv OUT.csv]
 
 Reads `traces/step_*.pt` of each run (what `run.trace_interval` stored: a few unlabeled images per step) with
 `ael_nb.compare.loss_classes` and prints, per run, the tail classes' share of the pixels with a pseudo-label (after the

@@ -1,7 +1,7 @@
 """Where the draw-to-draw scatter comes from: its evaluation part and its training part.
 
-    python bench/eval_split.py RUN [RUN ...] --tag avx2      # writes bench/results/eval_split_avx2.json and .md
-    python bench/eval_split.py runs/s*/ --tag avx2 --sets 4 --threads 1 --results /tmp/out
+    python bench/experiments/eval_split.py RUN [RUN ...] --tag avx2      # writes bench/results/eval_split_avx2.json and .md
+    python bench/experiments/eval_split.py runs/s*/ --tag avx2 --sets 4 --threads 1 --results /tmp/out
 
 Each RUN is a finished run directory (`ael-train`'s, or a `bench/grid.py` cell's): `config.yaml`, `latest.pth` and
 `summary.json`. Its final model, the one `ael-train` reports (the EMA teacher where the method has one, else the
@@ -113,7 +113,7 @@ def markdown(d: dict) -> str:
                       "points; NaN where a tail class is absent from the images).", '',
                       '| method | figure | runs | sets | eval sd | training sd | one draw sd | observed sd (set 0) | eval share |',
                       '|---|---|---|---|---|---|---|---|---|', *rows, '',
-                      'sd in points of %; one draw = training + evaluation variance; `python bench/eval_split.py` '
+                      'sd in points of %; one draw = training + evaluation variance; `python bench/experiments/eval_split.py` '
                       '(its docstring says how each is computed).', ''])
 
 def main(argv=None):
