@@ -196,7 +196,7 @@ def test_default_draws_come_from_the_stored_results():
             assert r['setting']['data.synthetic_val_n'] == 400 and d['per_class'] and (r['labeled'] == '1-16' or d['method'] == 'full')
     assert not any(stored['paths'].get('amx-bf16', {}).get(m) for m in ('supervised', 'ael'))   # no draw there: a run says so
     readme, results = (' '.join((REPO / f).read_text().split()) for f in ('README.md', 'bench/RESULTS.md'))
-    for line in draws.readme_sentences(stored).splitlines(): assert ' '.join(line.split()) in readme, line
+    # the README's Results rows per path: tests/test_readme.py::test_readme_results_rows_come_from_the_stored_draws
     for p in (e, b): assert ' '.join(draws.pairs_table(p).split()) in results
     margin = {n: round(min(p['ael']) - max(p['supervised']), 1) for n, p in (('AVX2 fp32', e), ('AVX-512 BF16', b))}
     for (name, p), m in zip((('AVX2 fp32', e), ('AVX-512 BF16', b)), margin.values()):   # the three tests hold on both paths
@@ -519,15 +519,16 @@ def test_a_default_run_on_a_path_without_draws_says_so(tmp_path):
     assert "this run's tail is above 3 of 3 supervised draws" in txt['avx2-fp32']
 
 
-def test_readme_times_the_quarter_default():
-    "The README's row of the quarter default (2026-11-29) is its stored run's, and 100 or 400 val scenes were one training."
+def test_changelog_times_the_quarter_default():
+    "CHANGELOG's row of the quarter default (the default before a sixteenth) is its stored run's, and 100 or 400 val scenes "
+    "were one training."
     res = REPO / 'bench' / 'results'
     c = json.loads((res / 'quarter-val400-avx2-zen4' / 'ael_s0_2threads.json').read_text())
     assert (c['path'], c['threads'], c['preset'], 'reevaluated' in c, c['config']['data']['fraction']) == ('avx2-fp32', 2, 'cpu', False, 0.25)
     m, s = divmod(round(c['time_s']), 60)
     row = (f"training {round(c['time_s'])} s ({m} min {s} s; 7 min 6 s to its last line, without the install), "
            f"tail mIoU {100 * c['metrics']['teacher']['tail_miou']:.1f} on the 400 val scenes")
-    assert row in (REPO / 'README.md').read_text()
+    assert row in (REPO / 'CHANGELOG.md').read_text()
     old = json.loads((res / 'quarter-2threads-avx2-zen4' / 'ael_s0.json').read_text())
     assert (old['weights'], old['teacher_weights']) == (c['weights'], c['teacher_weights'])   # 100 or 400 val scenes: one training
 
