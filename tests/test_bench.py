@@ -8,6 +8,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+def results_and_logs() -> str:
+    "bench/RESULTS.md and the work logs it links (bench/notes/): a figure quoted in either is its results file's."
+    return '\n\n'.join(p.read_text() for p in [REPO / 'bench' / 'RESULTS.md', *sorted((REPO / 'bench' / 'notes').glob('*.md'))])
+
 def grid(tmp, *extra):
     cmd = [sys.executable, str(REPO / 'bench' / 'grid.py'), 'table5', 'table7', '--dataset', 'synthetic', '--seeds', '0',
            '--variants', '+DR', 'none (DR only)', '--fractions', '1/8', '1/4', '--iters', '2', '--jobs', '1',
@@ -230,7 +234,7 @@ def test_the_quarter_draws_come_from_the_stored_results():
         assert [seeds(e, m, 1), seeds(e, m, 2), seeds(b, m, 1)] == [[0, 1, 2, 3, 4], [0, 1, 2], [0, 1, 2]]
     for c in (e['criteria'], b['criteria']):
         assert (c['every_ael_above'], c['no_class_below_2'], c['gap_share_half'] or False) == (False, False, False)   # none holds
-    results = (REPO / 'bench' / 'RESULTS.md').read_text()
+    results = results_and_logs()
     assert draws.pairs_table(e) in results and draws.pairs_table(b) in results
     flat = ' '.join(results.split())
     for p, c, name in ((e, e['criteria'], 'AVX2 fp32'), (b, b['criteria'], 'AVX-512 BF16')):   # RESULTS' words, from the draws
@@ -245,7 +249,7 @@ def test_the_quarter_draws_come_from_the_stored_results():
 
 def test_results_quote_the_alpha_screen():
     "RESULTS' rows of the alpha 0.5 screen are the stored cells', beside the same seeds' AEL at alpha 1, all on 400 val scenes."
-    res, text = REPO / 'bench' / 'results', (REPO / 'bench' / 'RESULTS.md').read_text()
+    res, text = REPO / 'bench' / 'results', results_and_logs()
     for seed in (0, 1):
         for alpha, f in ((1, res / 'quarter-val400-avx2-zen4' / f'ael_s{seed}_1thread.json'),
                          (0.5, res / 'screen-synthetic96-800it' / f'ael_alpha0.5_fp32__1-4__s{seed}.json')):
@@ -282,7 +286,7 @@ def test_oracle_stride_ceiling():
     assert 0 < ceiling_iou(lab, 2, 4)[1] < 100
     stored = json.loads((REPO / 'bench' / 'results' / 'oracle_stride-cpu.json').read_text())
     assert stored['ceiling']['16']['pole'] < stored['ceiling']['4']['pole']   # the stored file says what the issue reads
-    c, text = stored['ceiling'], (REPO / 'bench' / 'RESULTS.md').read_text()
+    c, text = stored['ceiling'], results_and_logs()
     assert (f"keeps {c['4']['pole']} IoU at stride 4" in text and f"{c['8']['pole']} at stride 8" in text
             and f"**{c['16']['pole']} at stride 16**" in text)             # RESULTS quotes the stored figures
 
@@ -366,7 +370,7 @@ def test_screen_rows_quote_their_cells():
     "RESULTS' rows of issue 45's screen are the stored cells' figures (the candidate here, the default's stored AVX2 "
     "draws of the same seeds), and the curve figures it quotes are the stored curves'."
     import csv
-    res, text = REPO / 'bench' / 'results', (REPO / 'bench' / 'RESULTS.md').read_text()
+    res, text = REPO / 'bench' / 'results', results_and_logs()
     tail = ['pole', 'sign', 'pedestrian', 'bicycle']
     fig = lambda m: ' | '.join(f"{100 * v:.1f}" for v in [m['tail_miou'], m['miou']] + [m['per_class'][c] for c in tail])
     cells = {}
@@ -389,7 +393,7 @@ def test_screen_rows_quote_their_cells():
 def test_results_quote_the_spare_prob_rows_and_the_repeat():
     "RESULTS' rows of `method.spare_prob` are the stored cells', and the default run repeated on the Zen 4 has the capped "
     "Xeon's weights (the claim that the path repeats across the two CPU models)."
-    res, text = REPO / 'bench' / 'results', (REPO / 'bench' / 'RESULTS.md').read_text()
+    res, text = REPO / 'bench' / 'results', results_and_logs()
     tail = ['pole', 'sign', 'pedestrian', 'bicycle']
     for s in (0, 1):
         c = json.loads((res / 'screen-synthetic96-800it' / f'ael_spare0.5_q0.1_fp32__1-8__s{s}.json').read_text())
@@ -405,7 +409,7 @@ def test_results_quote_the_spare_prob_rows_and_the_repeat():
 
 def test_results_quote_the_rerun_and_the_split():
     "RESULTS' cross-CPU reruns and its first evaluation/training split are the stored files' figures."
-    res, text = REPO / 'bench' / 'results', ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
+    res, text = REPO / 'bench' / 'results', ' '.join(results_and_logs().split())
     name = 'supervised_s64x96_h64_lr0.02_b4_1600_ramp1600_fp32__1-8__s{}.json'
     for s in (0, 1):
         here, xeon = (json.loads((res / d / name.format(s)).read_text())
@@ -561,7 +565,7 @@ def test_results_quote_the_output_stride_cost():
 def test_results_quote_the_quarter_split():
     "RESULTS' evaluation/training split of the quarter default is the stored file's, its 400-scene means included."
     d = json.loads((REPO / 'bench' / 'results' / 'eval_split_quarter-avx2-zen4.json').read_text())
-    text = ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
+    text = ' '.join(results_and_logs().split())
     sup, ael = d['split']['supervised']['tail'], d['split']['ael']['tail']
     assert (sup['runs'], ael['runs'], sup['sets']) == (5, 5, 4)
     assert (f"moves tail mIoU by {sup['eval_sd']:.1f} points (sd, supervised) and {ael['eval_sd']:.1f} (AEL); the training sd, the "
