@@ -103,3 +103,20 @@ def test_index_names_every_notebook_and_console_script():
     scripts = re.findall(r'^(ael-[a-z]+) = ', (REPO / 'pyproject.toml').read_text(), re.M)
     assert len(scripts) == 6 and all(f"`{s}`" in md for s in scripts), scripts
     assert 'python -m ipykernel install --sys-prefix --display-name python3' in md
+
+def test_docs_site_has_every_notebook():
+    "The docs site's settings: every notebook a page of the sidebar (index first, then the user notebooks, then the "
+    "engine in order), the site written to _docs/, quarto from the `docs` extra."
+    import yaml
+    side = yaml.safe_load((REPO / 'nbs' / 'sidebar.yml').read_text())['website']['sidebar']['contents']
+    pages = [side[0]] + [n for s in side[1:] for n in s['contents']]
+    nbs = sorted(p.name for p in (REPO / 'nbs').glob('[0-9]*.ipynb'))
+    assert pages[0] == 'index.ipynb' and sorted(pages[1:]) == nbs and len(pages) == len(set(pages))
+    assert pages[1:5] == ['22_step_through.ipynb', '28_your_data.ipynb', '24_compare.ipynb', '25_launch.ipynb']
+    assert pages[5:] == [n for n in nbs if n not in pages[1:5]]
+    quarto = yaml.safe_load((REPO / 'nbs' / '_quarto.yml').read_text())
+    assert quarto['metadata-files'] == ['nbdev.yml', 'sidebar.yml'] and (REPO / 'nbs' / quarto['format']['html']['css']).is_file()
+    assert yaml.safe_load((REPO / 'nbs' / 'nbdev.yml').read_text())['project']['output-dir'] == '_docs'
+    py = (REPO / 'pyproject.toml').read_text()
+    assert 'docs = ["nbdev>=3", "quarto-cli"]' in py and 'custom_sidebar = true' in py
+    assert 'nbdev-docs' in (REPO / '.ci' / 'run').read_text()
