@@ -13,7 +13,8 @@ path and thread count are the ones it recorded, or `ael_nb.cli.provenance`'s inf
 under the draw's `inferred`); a result whose path nothing decides is listed under `unknown_path`, never guessed.
 Tail mIoU, mIoU and per-class IoU (`per_class`) in %, of the reported model (the EMA teacher where the method has one,
 as `ael-train` reports it). Draws measured elsewhere and folded in (`bench/results/avx512bf16-draws-2026-11-28/`, each
-with its `measured` provenance) hold only what was measured: a figure they lack is null (`miou`, a class of
+with its `measured` provenance; `bench/results/sixteenth-val400-amxbf16-xeon/`, cells as measured, its README their
+provenance) hold only what was measured: a figure they lack is null (`miou`, a class of
 `per_class`, or `per_class` itself), and the paired mIoU gain is over the pairs that hold both."""
 from __future__ import annotations
 import argparse, json
@@ -52,8 +53,8 @@ def paired(draws: list[dict]) -> dict:
     return out
 
 def criteria(e: dict) -> dict:
-    "The three tests of one path's draws: AEL above supervised draw by draw, no tail class of AEL's mean more than 2 points "
-    "below supervised's, AEL's mean share of the supervised-to-fully-labeled tail gap (null where a side has no draw)."
+    "The default's three tests of one path's draws: AEL above supervised draw by draw, no tail class of AEL's mean more than 2 points "
+    "below supervised's, AEL's mean share of the supervised-to-fully-labeled tail gap (null where a side has no draw, `gap_share_not_computed` saying why)."
     tail = [SYNTHETIC_INFO.class_names[c] for c in SYNTHETIC_INFO.tail_classes]
     mean = lambda m, c: _mean_sd([d['per_class'][c] for d in e['draws'] if d['method'] == m and d['per_class']
                                   and d['per_class'].get(c) is not None] or [])
@@ -61,9 +62,12 @@ def criteria(e: dict) -> dict:
              for c in tail}
     m = {k: float(np.mean(e[k])) if e[k] else None for k in METHODS}
     share = (m['ael'] - m['supervised']) / (m['full'] - m['supervised']) if None not in m.values() and m['full'] > m['supervised'] else None
+    # a side without a draw leaves the share uncomputed, and says why (never a share from another path's ceiling)
+    why = (None if share is not None else f"no {', no '.join(k if k != 'full' else 'fully-labeled' for k in METHODS if m[k] is None)} draw on this path"
+           if None in m.values() else 'the fully-labeled draws are not above the supervised ones')
     return dict(every_ael_above=min(e['ael']) > max(e['supervised']) if e['ael'] and e['supervised'] else None,
                 tail_class_gain=gains, no_class_below_2=all(g >= -2 for g in gains.values()) if None not in gains.values() else None,
-                gap_share=_r(share), gap_share_half=None if share is None else share >= 0.5,
+                gap_share=_r(share), gap_share_half=None if share is None else share >= 0.5, gap_share_not_computed=why,
                 counts={k: len(e[k]) for k in METHODS})
 
 def default_draws(results: Path, fraction: str|None = None) -> dict:
@@ -121,7 +125,7 @@ def readme_sentences(draws: dict) -> str:
         c = e['criteria']
         cls = ', '.join(f"{k} {g:+.1f}" for k, g in c['tail_class_gain'].items() if g is not None)
         share = (f"{100 * c['gap_share']:.0f} % of the gap to fully labeled" if c['gap_share'] is not None else
-                 'no fully-labeled draw' if not e['full'] else f"fully labeled {rng('full')}")
+                 f"{c['gap_share_not_computed']}: the gap share is not computed")
         out.append(f"{p}: supervised {rng('supervised')}, AEL {rng('ael')}" + (f", {gain}" if gain else '') + f"; {above}"
                    + (f"; tail classes, AEL - supervised means: {cls}" if cls else '') + f"; {share}.")
     return '\n'.join(out)

@@ -175,32 +175,65 @@ def test_pseudo_labels_reports_a_grid_run(tmp_path):
     assert empty.returncode == 1 and 'no trace with a pseudo-label (y_hat) from step 600 on' in empty.stderr
 
 
-def test_default_draws_come_from_the_stored_results():
-    "`bench/results/default_draws.json` is what `bench/draws.py` writes from the stored results today (the `cpu` preset's "
-    "setting, a sixteenth labeled), every draw with a path (recorded or inferred, never guessed), issue 45's confirmation "
-    "counts, and the README's and RESULTS' words on the default run's draws are the ones it computes."
+def _default_draws():
     sys.path.insert(0, str(REPO / 'bench'))
     import draws
+    return draws, json.loads((REPO / 'bench' / 'results' / 'default_draws.json').read_text())
+
+def test_default_draws_come_from_the_stored_results():
+    "`bench/results/default_draws.json` is what `bench/draws.py` writes from the stored results today (the `cpu` preset's "
+    "setting, a sixteenth labeled), every draw with a path (recorded or inferred, never guessed), the confirmation counts "
+    "per path as measured, and the gap share computed only where a path has a fully-labeled draw."
     from ael_nb.cli import read_stored
+    draws, stored = _default_draws()
     res = REPO / 'bench' / 'results'
-    stored = json.loads((res / 'default_draws.json').read_text())
     assert draws.default_draws(res) == stored
     for path, e in stored['paths'].items():
         assert path in ('amx-bf16', 'avx512-bf16', 'avx2-fp32') and e['threads'] == sorted({d['threads'] for d in e['draws']})
         assert sorted(e['ael'] + e['supervised'] + e['full']) == sorted(d['tail'] for d in e['draws'])
         assert e['criteria'] == draws.criteria(e)
-    e, b = stored['paths']['avx2-fp32'], stored['paths']['avx512-bf16']
+    e, b, x = stored['paths']['avx2-fp32'], stored['paths']['avx512-bf16'], stored['paths']['amx-bf16']
     assert e['full'] and b['full']                     # the fully-labeled cell of each path, for the gap
     seeds = lambda e, m, t: sorted(d['seed'] for d in e['draws'] if (d['method'], d['threads']) == (m, t))
-    for m in ('supervised', 'ael'):   # issue 45's confirmation: 5 seeds at 1 thread and 3 at 2 on AVX2; 3 on the machine's own path
-        assert [seeds(e, m, 1), seeds(e, m, 2), seeds(b, m, 1)] == [[0, 1, 2, 3, 4], [0, 1, 2], [0, 1, 2]]
+    for m in ('supervised', 'ael'):   # 5 seeds at 1 thread and 3 at 2 on AVX2; 3 on AVX-512 BF16; AMX as measured: 2 at 1, 1 at 2
+        assert [seeds(e, m, 1), seeds(e, m, 2), seeds(b, m, 1), seeds(x, m, 1), seeds(x, m, 2)] == [
+            [0, 1, 2, 3, 4], [0, 1, 2], [0, 1, 2], [0, 1], [0]]
+    assert all(d['source'].startswith('sixteenth-val400-amxbf16-xeon/') for d in x['draws'])
     for p in stored['paths'].values():
         for d in p['draws']:
             r = read_stored(res / d['source'])      # evaluated on 400 val scenes, as the preset; a sixteenth labeled
             assert r['setting']['data.synthetic_val_n'] == 400 and d['per_class'] and (r['labeled'] == '1-16' or d['method'] == 'full')
-    assert not any(stored['paths'].get('amx-bf16', {}).get(m) for m in ('supervised', 'ael'))   # no draw there: a run says so
-    readme, results = (' '.join((REPO / f).read_text().split()) for f in ('README.md', 'bench/RESULTS.md'))
-    # the README's Results rows per path: tests/test_readme.py::test_readme_results_rows_come_from_the_stored_draws
+    for p in (e, b):
+        assert p['criteria']['gap_share'] is not None and p['criteria']['gap_share_not_computed'] is None
+    assert not x['full'] and x['criteria']['counts']['full'] == 0       # no fully-labeled cell on AMX: no share, and why
+    assert (x['criteria']['gap_share'], x['criteria']['gap_share_half']) == (None, None)
+    assert x['criteria']['gap_share_not_computed'] == 'no fully-labeled draw on this path'
+    assert 'no fully-labeled draw on this path: the gap share is not computed' in draws.readme_sentences(stored).splitlines()[0]
+    assert (x['criteria']['every_ael_above'], x['criteria']['no_class_below_2']) == (True, True)
+
+
+def test_readme_states_the_default_draws():
+    "The README's Results rows (every path with draws) and words on the default run's draws are the ones `bench/draws.py` "
+    "computes from `default_draws.json`."
+    draws, stored = _default_draws()
+    e, b = stored['paths']['avx2-fp32'], stored['paths']['avx512-bf16']
+    readme = ' '.join((REPO / 'README.md').read_text().split())
+    sys.path.insert(0, str(REPO / 'tests'))
+    from test_readme import draws_row                  # the README's Results row of a path, from default_draws.json
+    for p, d in stored['paths'].items():
+        if d['ael'] and d['supervised']: assert ' '.join(draws_row(p, d).split()) in readme, p
+    x = stored['paths']['amx-bf16']
+    margin = {n: round(min(p['ael']) - max(p['supervised']), 1) for n, p in (('AVX2 fp32', e), ('AVX-512 BF16', b), ('AMX', x))}
+    assert (f"(by {margin['AVX2 fp32']:.1f} points on AVX2, by {margin['AVX-512 BF16']:.1f} on AVX-512 BF16, "
+            f"by {margin['AMX']:.1f} on AMX bf16)") in readme
+
+
+def test_results_states_the_default_draws():
+    "RESULTS' tables and words on the default run's draws are the ones `bench/draws.py` computes from `default_draws.json`: "
+    "the three tests hold on both paths with a fully-labeled draw."
+    draws, stored = _default_draws()
+    e, b = stored['paths']['avx2-fp32'], stored['paths']['avx512-bf16']
+    results = ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
     for p in (e, b): assert ' '.join(draws.pairs_table(p).split()) in results
     margin = {n: round(min(p['ael']) - max(p['supervised']), 1) for n, p in (('AVX2 fp32', e), ('AVX-512 BF16', b))}
     for (name, p), m in zip((('AVX2 fp32', e), ('AVX-512 BF16', b)), margin.values()):   # the three tests hold on both paths
@@ -210,7 +243,6 @@ def test_default_draws_come_from_the_stored_results():
                 f"{max(p['supervised']):.1f}") in results and f"every AEL draw above every supervised one, by {m:.1f} points" in results
         assert (', '.join(f"{k} {v:+.1f}" for k, v in g.items()) in results
                 and f"{100 * c['gap_share']:.0f} % of the tail gap to the fully-labeled run ({p['full'][0]:.1f})" in results)
-    assert f"(by {margin['AVX2 fp32']:.1f} points on AVX2, by {margin['AVX-512 BF16']:.1f} on AVX-512 BF16)" in readme
     assert (f"every AEL draw ({min(e['ael']):.1f}-{max(e['ael']):.1f} tail mIoU) lies above every supervised one "
             f"({min(e['supervised']):.1f}-{max(e['supervised']):.1f})") in results                   # the short version
     assert (f"AEL closes {100 * e['criteria']['gap_share']:.0f} % of the tail gap" in results
@@ -219,6 +251,31 @@ def test_default_draws_come_from_the_stored_results():
     assert (f"under 8 IoU in {sum(v < 8 for v in ped['ael'])} of its {len(ped['ael'])} draws, where supervised training, with 25 "
             f"labeled scenes, also ends under 8 in {sum(v < 8 for v in ped['supervised'])} of its {len(ped['supervised'])}") in results
     assert f"(over 25 IoU in {sum(v > 25 for v in ped['ael'])} draws)" in results
+    x = stored['paths']['amx-bf16']                    # AMX as measured: no fully-labeled draw, so two of the three tests
+    c, g = x['criteria'], x['criteria']['tail_class_gain']
+    assert ' '.join(draws.pairs_table(x).split()) in results and (c['every_ael_above'], c['no_class_below_2']) == (True, True)
+    assert (f"- AMX bf16: AEL {min(x['ael']):.1f}-{max(x['ael']):.1f} against supervised {min(x['supervised']):.1f}-"
+            f"{max(x['supervised']):.1f}") in results and f"by {min(x['ael']) - max(x['supervised']):.1f} points" in results
+    assert ', '.join(f"{k} {v:+.1f}" for k, v in g.items()) in results and c['gap_share'] is None
+    lost = [d['per_class']['pedestrian'] < 8 for d in x['draws'] if d['method'] == 'ael']
+    assert f"On AMX bf16 it is under 8 in {sum(lost)} of AEL's {len(lost)} draws, and its mean there is {-g['pedestrian']:.1f} below" in results
+
+
+def test_the_xeon_avx2_timing_is_the_zen4_draw():
+    "The default run capped to AVX2 and timed on the Xeon (folded in as measured) trained the stored Zen 4 draw: its "
+    "weights digests and tail mIoU are that cell's, and its training time is its own, not the Zen 4's."
+    res = REPO / 'bench' / 'results'
+    t = json.loads((res / 'timed-default-run-avx2-xeon' / 'timed.json').read_text())
+    cell = json.loads((res / t['same_draw_as']).read_text())
+    zen = json.loads((res / 'timed-default-run-avx2-zen4' / 'summary.json').read_text())
+    assert (t['weights'], t['teacher_weights']) == (cell['weights'], cell['teacher_weights']) == (zen['weights'], zen['teacher_weights'])
+    assert t['tail_miou'] == round(100 * cell['metrics']['teacher']['tail_miou'], 1)
+    assert (t['path'], t['threads'], t['iters'], t['commit']) == (cell['path'], cell['threads'], cell['iters'], 'dee58c4')
+    assert t['time_s'] > 2 * zen['time_s']
+    text = ' '.join((res / 'timed-default-run-avx2-xeon' / 'README.md').read_text().split())
+    m, s = divmod(t['time_s'], 60)
+    assert f"1600 steps trained in {t['time_s']} s ({m} min {s} s)" in text and f"trains in {round(zen['time_s'])} s" in text
+    assert f"weights digest `{t['weights']}`, teacher `{t['teacher_weights']}`" in text and t['first_estimate'] in text
 
 
 def test_the_quarter_draws_come_from_the_stored_results():
@@ -504,23 +561,33 @@ def test_readme_times_the_default_from_its_stored_run():
     assert f"{tail - max(e['supervised']):.1f} points above the highest supervised one" in text
 
 
-def test_a_default_run_on_a_path_without_draws_says_so(tmp_path):
-    "Today's default run (the `cpu` preset, seed 0: the timed run's summary) on AMX, a path holding no draw of a sixteenth "
-    "labeled, is told that nothing stored compares with it there; the same run on AVX2 is placed among that path's draws."
+def test_a_default_run_is_placed_among_its_paths_draws(tmp_path):
+    "Today's default run (the `cpu` preset, seed 0) is placed among the stored draws of its own path: the AMX draw (the "
+    "stored cell as a run folder) among the AMX draws, the timed AVX2 run among AVX2's; on a path holding no draw of a "
+    "sixteenth labeled (AVX-512 fp32) it is told that nothing stored compares with it there."
     from ael_nb.cli import closing_summary
-    from ael_nb.config import get_config, save_config
+    from ael_nb.config import get_config, save_config, from_dict
     res = REPO / 'bench' / 'results'
-    s, txt = json.loads((res / 'timed-default-run-avx2-zen4' / 'summary.json').read_text()), {}
-    for path in ('amx-bf16', 'avx2-fp32'):
+    s = json.loads((res / 'timed-default-run-avx2-zen4' / 'summary.json').read_text())
+    amx = json.loads((res / 'sixteenth-val400-amxbf16-xeon' / 'ael_s0_2threads.json').read_text())
+    runs = {'amx-bf16': (dict(amx, last=amx['metrics']), from_dict(amx['config'])), 'avx2-fp32': (s, get_config('cpu')),
+            'avx512-fp32': (dict(s, path='avx512-fp32'), get_config('cpu'))}
+    txt = {}
+    for path, (summary, cfg) in runs.items():
         run = tmp_path / path; run.mkdir()
-        save_config(get_config('cpu'), run / 'config.yaml')
-        (run / 'summary.json').write_text(json.dumps(dict(s, path=path, run_dir=str(run))))
-        (run / 'metrics.jsonl').write_text(json.dumps(dict(it=s['it'], eval=s['last'])) + '\n')   # its last evaluation
+        save_config(cfg, run / 'config.yaml')
+        (run / 'summary.json').write_text(json.dumps(dict(summary, run_dir=str(run))))
+        (run / 'metrics.jsonl').write_text(json.dumps(dict(it=summary['it'], eval=summary['last'])) + '\n')   # its last evaluation
         txt[path] = closing_summary(run, res)
-    assert 'no stored supervised draw of this setting on amx-bf16 (stored paths: avx2-fp32, avx512-bf16)' in txt['amx-bf16'], txt['amx-bf16']
-    assert 'nothing here to compare this run with' in txt['amx-bf16'] and 'paired gain' not in txt['amx-bf16']
+    a = txt['amx-bf16']
+    assert 'stored draws of this setting on amx-bf16' in a and 'sixteenth-val400-amxbf16-xeon/ael_s0_2threads.json): tail mIoU 27.5, to the digit' in a, a
+    assert "this run's tail is above 1 of 1 supervised draws and above 0 of 0 stored ael draws at 2 threads" in a, a
+    assert 'STORED result ' in a and 'sixteenth-val400-amxbf16-xeon/supervised_s0_2threads.json' in a and 'tail mIoU         12.4            27.5   +15.0' in a, a
     assert 'stored draws of this setting on avx2-fp32' in txt['avx2-fp32'] and 'to the digit' in txt['avx2-fp32']
     assert "this run's tail is above 3 of 3 supervised draws" in txt['avx2-fp32']
+    n = txt['avx512-fp32']
+    assert 'no stored supervised draw of this setting on avx512-fp32 (stored paths: amx-bf16, avx2-fp32, avx512-bf16)' in n, n
+    assert 'nothing here to compare this run with' in n and 'paired gain' not in n
 
 
 def test_changelog_times_the_quarter_default():
