@@ -1,6 +1,6 @@
 """The `cpu` preset's stored draws, path by path: `bench/results/default_draws.json`.
 
-    python bench/draws.py                  # writes bench/results/default_draws.json, prints the README's sentences
+    python bench/draws.py                  # writes bench/results/default_draws.json, prints a line per path and RESULTS' tables
     python bench/draws.py --results DIR    # the draws stored under another folder (written there)
     python bench/draws.py --fraction 1/4   # the same setting at another labeled share (draws_1-4.json)
 
@@ -111,7 +111,7 @@ def pairs_table(e: dict) -> str:
     return '\n'.join(rows)
 
 def readme_sentences(draws: dict) -> str:
-    "What the README says of the default run's draws, from `default_draws.json`."
+    "One line per path on the default run's draws (the figures of the README's Results table), from `default_draws.json`."
     out = []
     for p, e in draws['paths'].items():
         rng = lambda m: ('none stored' if not e[m] else f"{e[m][0]:.1f} (1 draw)" if len(e[m]) == 1 else

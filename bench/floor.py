@@ -13,7 +13,7 @@ format, on fixed tensors already on the device: no data loading, no pseudo-label
 Step: `Run.step()` of the engine with real data (loaders, the method's step function, backward, SGD, EMA), for
 supervised, CutMix and AEL set up in the same process with the same initialisation. Floors and steps are timed
 interleaved, round by round (a change of machine load hits each alike); reported: median seconds, step / floor and
-floor / step (the issue's goal at paper scale: AEL's floor / step >= 0.85), and from one timed `Trace` per round the
+floor / step (the goal at paper scale: AEL's floor / step >= 0.85), and from one timed `Trace` per round the
 data share of each step (`section('data')`: waiting for the loaders and the host-to-device copy).
 `--switches`: AEL only, one run per speed switch (fp32, channels_last, bf16, cudnn.benchmark, torch.compile,
 run.deterministic), each variant's first step (compile / autotuning included) and steady step beside its own floor and

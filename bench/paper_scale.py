@@ -2,7 +2,7 @@
 
 Parts, in this order (each through the kit's own console scripts or bench/floor.py, each run under `--timeout`):
   default  the README's first run on this device: `ael-train` with no settings (the `cpu` preset): wall time, the step
-           time it announces after 20 steps, its result (README's table of times per machine);
+           time it announces after 20 steps, its result (the README's Results table gives the times per CPU);
   floor    bench/floor.py: supervised / CutMix / AEL `Run.step()` vs its floor (the network's fwd+bwd + teacher fwd on
            the same images), at paper scale (below) and with the `cpu` preset (small scale; loaders 'auto', then
            without workers): step / floor, the data share of a GPU step, each section's share (ACP's included);

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXTERNAL = ('U2PL', 'UniMatch', 'SemiSeg', 'AEL authors', "authors' repo", 'pytorch', 'torch', 'nbdev', 'quarto', 'fastcore',
             'DINOv2', 'timm', 'torchvision', 'github.com', 'CPython', 'oneDNN')
 RULES = {
-    'an issue number of this project': re.compile(r'(?i)\b(?:issues?|PRs?|pull requests?)\s+#?\d+'),
+    'an issue number of this project': re.compile(r'(?i)\b(?:issues?|PRs?|pull requests?)[\s-]+#?\d+'),
     'a work-log heading or word': re.compile(r"(?im)^\s*#+\s*sessions?\s+of\b|\bsessions?\s+(?:of\s+20|\d)|\bsession's\b|\b(?:another|"
                                             r"this|that|earlier|later|GPU|device|afternoon|morning|evening|night|first|second|"
                                             r"third|last)\s+sessions?\b"),
@@ -55,7 +55,7 @@ def test_the_rules_catch_what_they_name():
     "Each rule, on a line that breaks it and on one that does not."
     bad = ["until issue 45 took a sixteenth", "## Session of 2026-11-29, afternoon", "while a GPU was lent",
            "see /work/shared/x.md", "cites ../shared/reference/ael-reference-notes.md", "the default since 2026-11-29",
-           "the contract's default", "issues 39, 38", "measured by another session", "GPU session 3"]
+           "the contract's default", "issues 39, 38", "The issue-39 layout", "measured by another session", "GPU session 3"]
     good = ["U2PL issue 30 says", "UniMatch #72", "the default run", "under /tmp/ael_runs", "equivalent silently",
             "results/floor_cuda_h200_paper_2026-11-28.json", "a sessile pole", "in a session of its own", "--data-root /data/cityscapes"]
     for line in bad: assert offences(line), line
