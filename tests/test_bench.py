@@ -642,3 +642,31 @@ def test_results_quote_the_quarter_split():
     rng = lambda m: f"{min(v for (k, _), v in mean.items() if k == m):.1f}-{max(v for (k, _), v in mean.items() if k == m):.1f}"
     assert f"AEL {rng('ael')} against supervised {rng('supervised')}" in text
     assert mean['ael', 4] < mean['supervised', 4] and f"(AEL {mean['ael', 4]:.1f}, supervised {mean['supervised', 4]:.1f})" in text
+
+
+def test_results_tables_quote_their_generated_tables():
+    "Every mean ± sd in a table of a RESULTS section is in the generated tables that section links (`results/*.md`, "
+    "written by `bench/grid.py`), except the frameworks' 'with AEL minus without' column, which is recomputed here from "
+    "the cells: the paired difference of each framework with AEL's parts and without, over seeds 0-2."
+    import re, numpy as np
+    text = (REPO / 'bench' / 'RESULTS.md').read_text()
+    checked = 0
+    for sec in re.split(r'(?m)^(?=## )', text):
+        links = sorted(set(re.findall(r'\]\((results/[^)#]+\.md)\)', sec)))
+        rows = [l for l in sec.split('\n') if l.startswith('|')]
+        if sec.startswith('## The frameworks'):
+            rows = [' | '.join(l.split(' | ')[:-1]) for l in rows]         # the last column: below
+        figs = re.findall(r'(?<![\d.])[+-]?\d+\.\d ± \d+\.\d', '\n'.join(rows))
+        if not (links and figs): continue
+        src = ' '.join((REPO / 'bench' / l).read_text() for l in links).replace('+', '')
+        missing = [f for f in figs if f.lstrip('+') not in src and f.lstrip('+-') not in src]
+        assert not missing, (sec.split('\n', 1)[0], missing)
+        checked += len(figs)
+    assert checked > 100
+    d = REPO / 'bench' / 'results' / 'frameworks-synthetic96-800it'
+    m = lambda v, s, k: 100 * (c := json.loads((d / f'{v}__1-8__s{s}.json').read_text()))['metrics'][c['primary']][k]
+    flat = ' '.join(text.split())
+    for with_, without in (('ael', 'cutmix'), ('fixmatchpael', 'fixmatch'), ('fixmatchpael_thr0', 'fixmatch'), ('unimatchpael', 'unimatch')):
+        g = {k: np.array([m(with_, s, k) - m(without, s, k) for s in (0, 1, 2)]) for k in ('miou', 'tail_miou')}
+        fig = lambda x: f"{x.mean():+.1f} ± {x.std(ddof=1):.1f}"
+        assert f"{fig(g['miou'])} mIoU, {fig(g['tail_miou'])} tail" in flat, (with_, fig(g['miou']), fig(g['tail_miou']))
