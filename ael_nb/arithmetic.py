@@ -94,11 +94,11 @@ def memory_estimate(cfg,                # resolved `Config`
                 total_gb=(copies * n_par * 4 + act * scale * images) / gb, probe=probe)
 
 # %% ../nbs/26_arithmetic.ipynb #abc36746
-def measured_speed(results=None,  # folder of bench/paper_scale.py reports (default: this checkout's bench/results)
+def measured_speed(results=None,  # folder of bench/paper_scale.py reports (default: the package's copy, `ael_nb.draws.STORED`)
                   ) -> list[dict]:
     "Training img/s and peak GB of one GPU per GPU type and variant, from `paper_scale*.json` reports (no CPU runs)."
-    import ael_nb
-    results = Path(results) if results is not None else Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results'
+    from ael_nb.draws import STORED
+    results = Path(results) if results is not None else STORED
     rows = []
     for p in sorted(results.glob('paper_scale*.json')):
         d = json.loads(p.read_text())

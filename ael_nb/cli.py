@@ -5,15 +5,15 @@ with a chosen protocol, segment a folder of images."""
 
 # %% ../nbs/23_cli.ipynb #415f524f
 from __future__ import annotations
-import argparse, json, os, re, shlex, sys, time
+import argparse, json, os, re, sys, time
 import yaml
 from pathlib import Path
 import numpy as np
 import torch
-from .core import (DataError, Parser, arg_type, at_least, atomic_write_text, instruction_path, is_main, resolve_amp,
+from .core import (DataError, Parser, arg_type, at_least, atomic_write_text, instruction_path, is_main,
                          resolve_device)
-from .config import (DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides, validate, unused,
-                           valid_keys, to_dict, flat_items, read_yaml, flat_settings, resolved)
+from .config import (ANY_DEVICE, DEVICE_RE, PRESETS, Config, get_config, get_preset, asked_preset, load_config, apply_overrides,
+                           validate, unused, valid_keys, to_dict, resolved)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
 from .evaluate import PROTOCOLS, evaluate, predict_labels
@@ -21,16 +21,14 @@ from .train import ESTIMATE_AFTER, about_minutes, train
 from .plan import make_dataset
 from .state import load_model
 from .faults import RunStopped, under_launcher, report_status
-from .runlog import markdown_table, results_table, read_metrics
+from .runlog import markdown_table, results_table
+from .draws import STORED, closing_summary, find_reference, find_twin, plot_vs_supervised
 
 # %% auto #0
-__all__ = ['FLAGS', 'SETTING_IGNORED', 'GRID_THREADS', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args',
-           'resumed_config', 'measured_time', 'guarded', 'check_device', 'ael_train', 'setting_of', 'path_from_name',
-           'provenance', 'read_stored', 'stored_draws', 'draws_like', 'find_reference', 'regenerate_command', 'pairing',
-           'twin_method', 'twin_folder', 'twin_mismatch', 'find_twin', 'vs_supervised', 'strip', 'draw_report',
-           'twin_args', 'paired_command', 'closing_summary', 'next_steps', 'plot_vs_supervised', 'max_size_of',
-           'eval_parser', 'check_protocol', 'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval',
-           'predict_parser', 'predict_inputs', 'ael_predict']
+__all__ = ['FLAGS', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'measured_time',
+           'guarded', 'check_device', 'ael_train', 'next_steps', 'max_size_of', 'eval_parser', 'check_protocol',
+           'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval', 'predict_parser',
+           'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -99,15 +97,17 @@ def _path_of(r: dict) -> str:
     "The instruction path a `bench/folder_step.py` record was timed on: its `path`, else capability and precision."
     return r.get('path') or f"{r['capability'].lower()}-{r['precision'].split()[0]}"
 
-def measured_time(cfg,               # the run's `Config`
-                  results=None,      # folder of `<preset>_step_*.json` (default: this checkout's bench/results)
+def measured_time(cfg,               # the run's `Config`, resolved for its device (`ael_nb.config.resolved`: precision decided)
+                  results=None,      # folder of `<preset>_step_*.json` (default: the package's, `ael_nb.draws.STORED`)
                   path=None,         # the run's instruction path (default: this machine's, `instruction_path`)
                  ) -> str|None:
-    "The line a CPU run of a timed preset prints before it starts; None without a measurement of its setting."
-    import ael_nb
-    if resolve_device(cfg.run.device).type != 'cpu': return None
-    path = path or instruction_path('cpu', resolve_amp(cfg.optim.amp, 'cpu'))
-    files = sorted(Path(results or Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results').glob(f'{cfg.preset}_step_*.json'))
+    "The line a CPU run of a timed preset prints before it starts; None off the CPU or without a measurement of its setting."
+    if cfg.resolved_for in (None, ANY_DEVICE):
+        raise ValueError(f"measured_time reads the run's precision: resolve the configuration for its device first "
+                         f"(`ael_nb.config.resolved(cfg, device)`), not {cfg.resolved_for or 'unresolved'}")
+    if torch.device(cfg.resolved_for).type != 'cpu': return None
+    path = path or instruction_path('cpu', cfg.optim.amp)
+    files = sorted(Path(results or STORED).glob(f'{cfg.preset}_step_*.json'))
     recs = [(f, r) for f in files if ((r := json.loads(f.read_text()))['crop'], r['batch']) == (list(cfg.data.crop_size), cfg.data.batch_size)]
     if not recs: return None
     f, r = next(((f, r) for f, r in recs if _path_of(r) == path), recs[0])   # this run's path, else the first
@@ -166,7 +166,8 @@ def _train(args):
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0
     check_device(cfg.run.device, 'run.device')
     main = is_main() and os.environ.get('RANK', '0') == '0'   # decided now: train() ends the process group, then every rank is "rank 0"
-    if main and cfg.run.progress and not cfg.run.resume and (line := measured_time(cfg)): print(line)
+    device = resolve_device(cfg.run.device)   # the precision the estimate reads: decided as setup decides it (`resolved`)
+    if main and device.type == 'cpu' and cfg.run.progress and not cfg.run.resume and (line := measured_time(resolved(cfg, device))): print(line)
     s = train(cfg)
     if not main: return 0
     if 'table' in s:
@@ -187,322 +188,6 @@ def _train(args):
     else: print(f"stopped at step {s['it']} of {s['iters']}; continue with --resume  ({s['run_dir']})")
     return 0
 
-# %% ../nbs/23_cli.ipynb #64a056f0
-SETTING_IGNORED = ('preset', 'method.', 'run.', 'eval.interval', 'eval.models', 'eval.select', 'eval.num_workers', 'data.check',
-                   'data.num_workers', 'data.acm_prefetch', 'data.manifest', 'data.fraction', 'optim.amp', 'model.channels_last',
-                   'model.compile', 'data.pin_memory', 'data.prefetch_factor')
-
-def setting_of(config: dict) -> dict:
-    "The keys of a configuration (nested dict) that decide a supervised model's numbers, minus the split (compared by hash); keys it predates take their default."
-    return flat_settings(config, SETTING_IGNORED)   # in today's form: `ael_nb.config.upgrade_config`
-
-# %% ../nbs/23_cli.ipynb #d38a0002
-def _threads(n) -> str: return f"{n} thread{'' if n == 1 else 's'}"
-
-GRID_THREADS = 1   # bench/grid.py trains every cell at one thread (run_cell: torch.set_num_threads(1), OMP_NUM_THREADS=1)
-
-def path_from_name(name: str|None,    # a recorded device name (`device_name`), e.g. 'Xeon, 2 cores, AMX'
-                   amp: str|None,     # the autocast it ran ('bf16' or 'none')
-                   device: str = 'cpu' # the device type
-                  ) -> str|None:
-    "The instruction path of a result that predates recording it, from its device name and precision; None where they do not decide it."
-    precision = 'fp32' if amp == 'none' else amp
-    if device != 'cpu': return None if device == 'auto' else f'{device}-{precision}'
-    kernels, aten = re.search(r'cores, (AMX|AVX-512 BF16|no bf16 kernels)', name or ''), re.search(r'ATEN_CPU_CAPABILITY=(\w+)', name or '')
-    if kernels is None or amp not in ('bf16', 'none'): return None
-    if amp == 'bf16': return {'AMX': 'amx-bf16', 'AVX-512 BF16': 'avx512-bf16'}.get(kernels[1])
-    if aten: return f'{aten[1].lower()}-fp32'
-    return None if kernels[1] == 'no bf16 kernels' else 'avx512-fp32'   # uncapped bf16 kernels imply AVX-512; without them AVX2 or AVX-512
-
-def provenance(record: dict,  # a grid cell's JSON, or a run's summary.json
-               config: dict,  # the configuration it trained with
-              ) -> dict:
-    "`path`, `threads`, `torch`: what a stored result is reproducible given; what it predates is inferred (`inferred` says how) or None."
-    host = record.get('host') or {}
-    got = {k: record.get(k, host.get(k)) for k in ('path', 'threads', 'torch')}
-    name, amp, inferred = record.get('device_name', host.get('device')), record.get('amp', config['optim']['amp']), []
-    if got['path'] is None:
-        got['path'] = path_from_name(name, amp, record.get('device') or str(config['run']['device']).split(':')[0])
-        inferred.append(f"path {got['path'] or 'unknown'}: device {name!r}, amp {amp}")
-    if got['threads'] is None:
-        cores = re.search(r', (\d+) cores', name or '')
-        got['threads'], why = ((config['run'].get('threads'), 'run.threads') if config['run'].get('threads') else
-                               (GRID_THREADS, 'bench/grid.py trains at one thread') if 'grid' in record else
-                               (int(cores[1]), "run.threads unset: torch's default, one per core the device name lists") if cores else
-                               (None, 'not recorded, and neither run.threads nor the device name says'))
-        inferred.append(f"threads {got['threads']}: {why}")
-    return got | dict(inferred=inferred)
-
-# %% ../nbs/23_cli.ipynb #d38a0005
-def _pct(v): return None if v is None else 100 * v
-
-def read_stored(p: Path) -> dict|None:
-    "One stored result as a draw (a cell JSON or a run folder's summary.json at its last step), or None for another file."
-    try: rec = json.loads(p.read_text())
-    except ValueError: return None
-    if not isinstance(rec, dict): return None
-    if p.name == 'summary.json' and (p.parent / 'config.yaml').is_file() and rec.get('it') == rec.get('iters') and rec.get('last'):
-        cfg, last = read_yaml(p.parent / 'config.yaml'), rec['last']
-    elif 'metrics' in rec and 'config' in rec: cfg, last = rec['config'], rec['metrics']
-    else: return None
-    m, method = last['teacher' if 'teacher' in last else 'student'], cfg['method']['name']
-    if method == 'supervised' and not cfg['data'].get('manifest') and float(cfg['data'].get('fraction') or 0) == 1: method = 'full'
-    pc = m.get('per_class')   # None, or a class None: not measured (a draw folded in from elsewhere with what was measured)
-    return dict(where=str(p.parent if p.name == 'summary.json' else p), key=rec.get('key'), method=method, seed=cfg['run']['seed'],
-                split=rec.get('manifest_hash'), labeled=(rec.get('manifest') or '').split('_fold')[0] or None,
-                setting=setting_of(cfg), tail=100 * m['tail_miou'], miou=_pct(m.get('miou')),
-                method_keys={k: v for k, v in flat_settings(cfg).items() if k.startswith('method.')},
-                per_class=None if pc is None else {c: _pct(v) for c, v in pc.items()},
-                iters=rec.get('it', cfg['optim']['iters']), time_s=rec.get('time_s')) | provenance(rec, cfg)
-
-def stored_draws(results) -> list[dict]:
-    "Every stored result under `results` (`*/*.json`: grid cells and run folders' summaries), a cell reused by another grid once."
-    draws, seen = [], set()
-    for p in sorted(Path(results).glob('*/*.json')):
-        d = read_stored(p)
-        if d is None: continue
-        same = d['key'] and (d['key'], d['path'], d['threads'], d['torch'])   # one configuration on another path: another draw
-        if same and same in seen: continue
-        seen.add(same); draws.append(d)
-    return draws
-
-def draws_like(run_dir,       # a finished run directory (config.yaml, summary.json)
-               results=None,  # folder of stored results (default: the checkout's bench/results)
-              ) -> tuple[dict, list[dict]]:
-    "The run as a draw, and the stored draws at its setting and labeled share (every method, seed, split and path; the fully-labeled ceiling at any share), the run itself left out."
-    import ael_nb
-    results = Path(results) if results is not None else Path(ael_nb.__file__).resolve().parents[1] / 'bench' / 'results'
-    run = read_stored(Path(run_dir) / 'summary.json')
-    if run is None: raise DataError(Path(run_dir) / 'summary.json', 'not a finished run (no last evaluation, or no config.yaml)')
-    here = Path(run_dir).resolve()
-    keys = run['method'] not in ('supervised', 'full')   # supervised training reads no method.* key
-    # the labeled share is the split's name before '_fold' ('1-8' of '1-8_fold0'): 1/4 and 1/8 are two settings
-    same = lambda d: (d['setting'] == run['setting'] and (d['labeled'] == run['labeled'] or d['method'] == 'full')
-                      and (d['method'] != run['method'] or not keys or d['method_keys'] == run['method_keys']))
-    return run, [d for d in stored_draws(results) if same(d) and Path(d['where']).resolve() != here]
-
-# %% ../nbs/23_cli.ipynb #d38a0006
-def find_reference(run_dir,       # a finished run directory (config.yaml, summary.json)
-                   results=None,  # folder of stored results (default: the checkout's bench/results)
-                  ) -> Path|None:
-    "A stored supervised result at this run's setting, split, seed and instruction path (the same thread count first), or None."
-    run, draws = draws_like(run_dir, results)
-    found = [d for d in draws if d['method'] == 'supervised' and (d['split'], d['seed'], d['path']) == (run['split'], run['seed'], run['path'])]
-    return Path(min(found, key=lambda d: (d['threads'] != run['threads'], d['where']))['where']) if found else None
-
-def regenerate_command(cell) -> str:
-    "The `bench/grid.py` command that recomputes a stored cell; a result measured elsewhere and folded in: the command it recorded."
-    d = json.loads(Path(cell).read_text())
-    if 'grid' not in d: return d.get('command', '(no command recorded)')
-    dev = d['config']['run']['device']
-    return (f"python bench/grid.py {d['grid']} --dataset {d['dataset']} --iters {d['iters']} --seeds {d['seed']} "
-            f"--variants {d['variant']!r} --jobs 1" + ('' if dev == 'cpu' else f' --device {dev}'))
-
-def pairing(run: dict, ref: dict) -> str:
-    "What a comparison of two draws is: the same seed's twin only on the same path and thread count."
-    if (run['path'], run['threads']) == (ref['path'], ref['threads']):
-        return f"same setting, seed ({run['seed']}), path ({run['path']}) and thread count ({run['threads']})"
-    return (f"seed {ref['seed']} on {ref['path']} at {_threads(ref['threads'])}, this run on {run['path']} at {_threads(run['threads'])}: "
-            "another draw, not its twin")
-
-# %% ../nbs/23_cli.ipynb #d38a000d
-def twin_method(cfg: dict) -> str:
-    "The method of a run's twin: supervised beside a semi-supervised run; beside a supervised one, its preset's method (else AEL)."
-    if cfg['method']['name'] != 'supervised': return 'supervised'
-    m = get_config(cfg['preset']).method.name if cfg.get('preset') in PRESETS else 'ael'
-    return 'ael' if m == 'supervised' else m
-
-def twin_folder(run_dir) -> Path:
-    "The folder the twin command names: `<run>_supervised` beside a semi-supervised run, `<name>` beside `<name>_supervised`, else `<run>_<method>`."
-    p = Path(run_dir); p = p if p.name else p.resolve()
-    m = twin_method(read_yaml(p / 'config.yaml'))
-    if m == 'supervised': return p.with_name(f'{p.name}_supervised')
-    return p.with_name(p.name.removesuffix('_supervised') if p.name.endswith('_supervised') and p.name != '_supervised' else f'{p.name}_{m}')
-
-def twin_mismatch(run: dict,    # a finished run as a draw (`read_stored`)
-                  other: dict,  # another finished run as a draw
-                 ) -> str|None:
-    "Why `other` is not `run`'s twin, in one line; None when it is: the other side of supervised vs semi-supervised, the same setting, split, seed, path and thread count."
-    semi = lambda d: d['method'] not in ('supervised', 'full')
-    why = [] if semi(run) != semi(other) and 'full' not in (run['method'], other['method']) else [f"method {other['method']}, this run's {run['method']}"]
-    keys = [k for k in run['setting'] | other['setting'] if run['setting'].get(k) != other['setting'].get(k)]
-    shown = ', '.join(f"{k}={other['setting'].get(k)!r}" for k in keys[:3]) + ', ...' * (len(keys) > 3)
-    if keys: why.append(f"another setting ({shown})")
-    why += [f"{name} {other[k]}, this run's {run[k]}" for k, name in (('split', 'split'), ('seed', 'seed'), ('path', 'path'), ('threads', 'thread count'))
-            if other[k] != run[k]]
-    return '; '.join(why) or None
-
-def _finished(p: Path) -> dict|None:
-    try: return read_stored(p / 'summary.json') if (p / 'summary.json').is_file() else None
-    except (ValueError, KeyError, TypeError, OSError, DataError): return None   # another kind of folder, or a half-written one
-
-def find_twin(run_dir) -> tuple[Path|None, str|None]:
-    "The finished twin beside a run (`twin_mismatch` finds nothing between them): the folder the twin command names, else the latest such sibling; and why the named folder, where one is there, is not the twin."
-    run_dir = Path(run_dir); run, named = read_stored(run_dir / 'summary.json'), twin_folder(run_dir)
-    why = None
-    if named.is_dir():
-        other = _finished(named)
-        why = twin_mismatch(run, other) if other else 'not a finished run (no summary.json at its last step)'
-        if why is None: return named, None
-        why = f"{named} is beside this run but is not its twin: {why}"
-    skip = {run_dir.resolve(), named.resolve()}
-    found = [p for p in sorted(run_dir.resolve().parent.iterdir()) if p.is_dir() and p.resolve() not in skip
-             and (o := _finished(p)) is not None and twin_mismatch(run, o) is None]
-    return (max(found, key=lambda p: (p / 'summary.json').stat().st_mtime) if found else None), why
-
-# %% ../nbs/23_cli.ipynb #d38a0007
-def vs_supervised(run_dir,            # a finished run directory of a semi-supervised method
-                  reference,          # a supervised run directory, or a bench/grid.py cell JSON
-                  stored: bool = True # True: `reference` is a stored result (labelled so, with the command that remakes it)
-                 ) -> str:
-    "Per-class IoU of a run's reported model beside a supervised draw of the same setting and seed, with head and tail gains; '-' where the draw holds no figure."
-    from ael_nb.compare import read_result, run_info
-    a, b = read_result(run_dir), read_result(reference)
-    if a['seed'] != b['seed'] or a['dataset'] != b['dataset']:
-        raise ValueError(f"{reference}: seed {b['seed']} on {b['dataset']}, the run {run_dir}: seed {a['seed']} on {a['dataset']}")
-    ref = Path(reference); ref = read_stored(ref / 'summary.json' if ref.is_dir() else ref)
-    own = read_stored(Path(run_dir) / 'summary.json')
-    info = run_info(a['dataset'], a['root'], run_dir); tail = [info.class_names[i] for i in info.tail_classes]
-    head = [c for c in info.class_names if c not in tail]
-    name = f"{a['method']} ({a['model']})"
-    w = max(len(c) for c in info.class_names + ['tail mIoU'])
-    lines = [f"{a['method']} vs supervised training, {pairing(own, ref)}: per-class IoU (%)", '',
-             f"{'':{w}}  {'supervised':>10}  {name:>14}  {'gain':>6}"]
-    num = lambda v, n: f"{'-':>{n}}" if v is None else f"{v:{n}.1f}"
-    row = lambda c, x, y: f"{c:{w}}  {num(x, 10)}  {num(y, 14)}  " + (f"{'-':>6}" if None in (x, y) else f"{y - x:+6.1f}")
-    for group, cls in (('head', head), ('tail', tail)):
-        lines += [f"-- {group} classes --"] + [row(c, b['iou'].get(c), a['iou'].get(c)) for c in cls]
-    def mean(r, cls, stored_value=None):   # a class the draw does not hold: its stored mean where it has one
-        v = [r['iou'].get(c) for c in cls]
-        return stored_value if None in v else sum(v) / len(v)
-    lines += ['', row('head mIoU', mean(b, head), mean(a, head)), row('tail mIoU', mean(b, tail, ref['tail']), mean(a, tail, own['tail'])),
-              row('mIoU', mean(b, info.class_names, ref['miou']), mean(a, info.class_names, own['miou']))]
-    if stored:
-        cell = Path(reference).is_file(); m = json.loads(Path(reference).read_text()).get('measured') if cell else None
-        lines += ['', f"supervised: STORED result {reference}, torch {ref['torch'] or '(not recorded)'}, not trained in this run;"]
-        lines += [f"  measured on {m['machine']}, {m['date']} ({m['source']})"] if m else []
-        lines += [f"  remake it with: {regenerate_command(reference) if cell else 'ael-train --method supervised --seed ' + str(a['seed'])}"]
-    else: lines += ['', f"supervised: {reference}, trained here, not a stored result"]
-    return '\n'.join(lines)
-
-# %% ../nbs/23_cli.ipynb #d38a0008
-def strip(values, lo: float, hi: float, width: int = 41, mark: str = 'o') -> str:
-    "Values as marks on a line from `lo` to `hi` (a text strip plot; '8' where two or more fall on one place; NaN: no mark)."
-    line = ['.'] * width
-    for v in (v for v in values if v == v):
-        i = min(width - 1, max(0, round((v - lo) / (hi - lo) * (width - 1))))
-        line[i] = '8' if line[i] != '.' else mark
-    return ''.join(line)
-
-def _draw_key(d: dict) -> tuple: return tuple(d[k] for k in ('method', 'seed', 'split', 'path', 'threads', 'torch'))
-
-def _by_threads(draws, method): return {t: sorted((d for d in draws if d['method'] == method and d['threads'] == t), key=lambda d: d['seed'])
-                                        for t in sorted({d['threads'] for d in draws if d['method'] == method}, key=str)}
-
-def _gain(pairs) -> str:
-    "Mean ± sd of (semi-supervised - supervised) over `pairs` of draws, tail mIoU and (where both hold it) mIoU."
-    sd = lambda x: f" ± {x.std(ddof=1):.1f}" if len(x) > 1 else ''   # one pair has no spread
-    tg = np.array([a['tail'] - s['tail'] for a, s in pairs])
-    mg = np.array([a['miou'] - s['miou'] for a, s in pairs if None not in (a['miou'], s['miou'])])
-    m = (f"mIoU {mg.mean():+.1f}{sd(mg)}" + (f" ({len(mg)} of them)" if len(mg) < len(pairs) else '')) if len(mg) else 'mIoU not stored'
-    return f"tail {tg.mean():+.1f}{sd(tg)}, {m}" + (" (mean ± sd)" if len(tg) > 1 else '')
-
-# %% ../nbs/23_cli.ipynb #d38a000e
-def draw_report(run: dict,          # the run as a draw (`draws_like`)
-                draws: list[dict],  # the stored draws at its setting
-                twin: dict|None = None, # its twin beside it, as a draw (`find_twin`)
-               ) -> str:
-    "Where a run (and its twin) falls among the stored draws of its own path: each method's tail mIoU by seed and thread count, its rank, the paired gain."
-    ours = [('this run', run, 'X')] + ([('its twin', twin, 'T')] if twin else [])
-    lines = [f"this run is one draw: {run['method']} seed {run['seed']}, tail mIoU {run['tail']:.1f}, on {run['path']} at {_threads(run['threads'])}, "
-             f"torch {run['torch'] or '(not recorded)'} (it repeats to the digit given these three; another path or thread count is another draw)"]
-    if twin: lines.append(f"its twin is one draw: {twin['method']} seed {twin['seed']}, tail mIoU {twin['tail']:.1f} ({twin['where']})")
-    if twin:
-        a, s = (run, twin) if run['method'] != 'supervised' else (twin, run)
-        lines.append(f"this pair's gain, {a['method']} - supervised: tail {a['tail'] - s['tail']:+.1f}, mIoU {a['miou'] - s['miou']:+.1f}")
-    mine = [d for d in draws if d['path'] == run['path']]
-    for who, d, _ in ours:   # a stored copy of this very draw (its method, seed, split, path, threads, torch) is no other draw
-        for c in [c for c in mine if _draw_key(c) == _draw_key(d)]:
-            lines.append(f"{who} repeats a stored draw ({c['where']}): tail mIoU {c['tail']:.1f}" + (', to the digit' if c['tail'] == d['tail'] else
-                         f", not to the digit ({d['tail'] - c['tail']:+.2g}): another torch build, code or evaluation than the stored one's"))
-    mine = [c for c in mine if all(_draw_key(c) != _draw_key(d) for _, d, _ in ours)]
-    if not any(d['method'] == 'supervised' for d in mine):
-        return '\n'.join(lines + [f"no stored supervised draw of this setting on {run['path']} (stored paths: "
-                                  f"{', '.join(sorted({str(d['path']) for d in draws})) or 'none'}): "
-                                  + ('the pair above is all there is to compare' if twin else 'nothing here to compare this run with')])
-    semi = next((d['method'] for d in [run, twin or run] + mine if d['method'] not in ('supervised', 'full')), None)
-    sup = _by_threads(mine, 'supervised')
-    t = run['threads'] if run['threads'] in sup else max(sup, key=lambda t: len(sup[t]))
-    if t != run['threads']: lines.append(f"no stored supervised draw on {run['path']} at {_threads(run['threads'])}: compared with its draws at {_threads(t)}")
-    tails = [d['tail'] for d in mine + [d for _, d, _ in ours] if d['tail'] == d['tail']] or [0.]   # NaN: a tail class absent
-    lo, hi = 5 * (min(tails) // 5), 5 * (max(tails) // 5 + 1)
-    lines += ['', f"stored draws of this setting on {run['path']}, tail mIoU (%) by seed, {lo:.0f} to {hi:.0f}:"]
-    for method in dict.fromkeys(m for m in ('supervised', semi, 'full') if m):
-        for th, ds in _by_threads(mine, method).items():
-            lines.append(f"  {method:10s} {th} thr  {strip([d['tail'] for d in ds], lo, hi)}  " + '  '.join(f"{d['tail']:.1f} (s{d['seed']})" for d in ds))
-    lines += [f"  {who:10s} {d['threads']} thr  {strip([d['tail']], lo, hi, mark=mark)}  {d['tail']:.1f} (s{d['seed']}" + (f", {d['method']})" if twin else ')')
-              for who, d, mark in ours]
-    s_t, a_t = [d['tail'] for d in sup[t]], [d['tail'] for d in _by_threads(mine, semi).get(t, [])]
-    lines += [f"{who}'s tail is above {sum(v < d['tail'] for v in s_t)} of {len(s_t)} supervised draws" +
-              (f" and above {sum(v < d['tail'] for v in a_t)} of {len(a_t)} stored {semi} draws" if semi else '') + f" at {_threads(t)}" for who, d, _ in ours]
-    pairs = [(a, s) for a in _by_threads(mine, semi).get(t, []) for s in sup[t] if (a['seed'], a['split']) == (s['seed'], s['split'])]
-    seeds = len({a['seed'] for a, _ in pairs})
-    over = f"{seeds} seed{'s' * (seeds > 1)}" + (f" ({len(pairs)} pairs)" if len(pairs) != seeds else '')
-    if pairs: lines.append(f"paired gain, {semi} - supervised, same seed, path and thread count ({t}), {over}: {_gain(pairs)}")
-    return '\n'.join(lines)
-
-# %% ../nbs/23_cli.ipynb #d38a0009
-def _arg(v) -> str: return ','.join(map(str, v)) if isinstance(v, (list, tuple)) else 'none' if v is None else str(v).lower() if isinstance(v, bool) else str(v)
-
-def twin_args(run_dir, out=None) -> list[str]:
-    "`ael-train` arguments for a run's twin (`twin_method`) into `out` (default `twin_folder`): its preset, seed, split, precision and thread count, and every setting it changed."
-    cfg = read_yaml(Path(run_dir) / 'config.yaml')
-    base = dict(flat_items(to_dict(get_config(cfg['preset'])))) if cfg.get('preset') in PRESETS else {}
-    keep = set(setting_of(cfg)) | {'data.manifest', 'data.fraction', 'data.root', 'optim.amp', 'run.threads'}
-    ov = [f'{k}={_arg(v)}' for k, v in flat_items(cfg) if k in keep and base.get(k, v) != v or k in keep and k not in base]
-    return ['--preset', cfg['preset'], '--method', twin_method(cfg), '--seed', str(cfg['run']['seed']), '--out', str(out or twin_folder(run_dir)), *ov]
-
-def _free(p: Path) -> Path:
-    "`p`, or `p2`, `p3`, ... the first that does not exist."
-    return next(q for q in [p] + [p.with_name(f'{p.name}{k}') for k in range(2, 1000)] if not q.exists())
-
-def paired_command(run_dir,       # a finished run directory
-                   run: dict,     # the run as a draw (`draws_like`)
-                   draws: list[dict],
-                   out=None,      # the twin's folder (default `twin_folder`)
-                  ) -> str:
-    "The one command that trains this run's twin here (same setting, seed, path and threads), with its estimated time."
-    other, step = twin_method(read_yaml(Path(run_dir) / 'config.yaml')), run['time_s'] / run['iters']
-    # step-time ratios only of pairs timed together (same folder, seed and threads): a loaded machine slows both alike
-    timed = [d for d in draws if d['path'] == run['path'] and d['time_s']]
-    together = lambda d: (d['seed'], d['threads'], Path(d['where']).parent)
-    ratios = [(o['time_s'] / o['iters']) / (a['time_s'] / a['iters']) for o in timed if o['method'] == other
-              for a in timed if a['method'] == run['method'] and together(a) == together(o)]
-    ratio = float(np.median(ratios)) if ratios else 1.0
-    why = (f"this run's {step:.2f} s a step x {ratio:.2f}, a {other} step over a {run['method']} step, the median of "
-           f"{len(ratios)} stored pair{'s' * (len(ratios) > 1)} on {run['path']} timed together"
-           if ratios else f"this run's {step:.2f} s a step: an upper bound, a supervised step does less" if other == 'supervised'
-           else f"this run's {step:.2f} s a step: a lower bound, an {other} step does more")
-    return (f"train its {other} twin here (same setting, seed, path and threads), {about_minutes(step * ratio * run['iters'] / 60)} ({why}):\n"
-            f"  ael-train {shlex.join(twin_args(run_dir, out))}")
-
-# %% ../nbs/23_cli.ipynb #d38a000a
-def closing_summary(run_dir,       # a finished run directory
-                    results=None,  # folder of stored results (default: the checkout's bench/results)
-                   ) -> str:
-    "What `ael-train` prints after a run: with its twin beside it (`find_twin`), the pair's per-class table and both runs among the stored draws of their path; else a semi-supervised run's comparison with a stored supervised draw of its path, where the run falls among its path's draws, and the command that trains its twin here."
-    run, draws = draws_like(run_dir, results)
-    if run['method'] == 'full': return draw_report(run, draws)             # supervised on every image: no twin
-    found, why = find_twin(run_dir)
-    head = [why] if why else []
-    if found is not None:
-        semi, sup = (run_dir, found) if run['method'] != 'supervised' else (found, run_dir)
-        rest = [d for d in draws if Path(d['where']).resolve() != found.resolve()]
-        return '\n\n'.join(head + [vs_supervised(semi, sup, stored=False), draw_report(run, rest, read_stored(found / 'summary.json'))])
-    ref = find_reference(run_dir, results) if run['method'] != 'supervised' else None
-    return '\n\n'.join(([vs_supervised(run_dir, ref)] if ref else []) + [draw_report(run, draws)]
-                       + ['\n'.join(head + [paired_command(run_dir, run, draws, _free(twin_folder(run_dir)))])])
-
 # %% ../nbs/23_cli.ipynb #a95e8f6f
 def next_steps(run_dir) -> str:
     "Where to look after a run: its plots and tables, the step-through and comparison notebooks."
@@ -511,23 +196,6 @@ def next_steps(run_dir) -> str:
     return '\n'.join(['next:', f"  {run_dir}/: {', '.join(files) or 'config.yaml, metrics.jsonl'} (learning curves: tensorboard --logdir {run_dir})",
                       '  jupyter lab nbs/   then 22_step_through.ipynb (one AEL step, decision by decision) and',
                       f"                    24_compare.ipynb (this run beside others: read_result('{run_dir}'))"])
-
-# %% ../nbs/23_cli.ipynb #e057b14f
-def plot_vs_supervised(run_dir,    # a finished run directory of a semi-supervised method
-                       reference,  # a supervised run directory, or a bench/grid.py cell JSON (`find_reference`)
-                       stored: bool = True, # `reference` is a stored result (else the run's twin beside it)
-                      ):
-    "Per-class IoU of the supervised reference beside every model the run evaluated last: the run's `iou.png` when the summary compares them; None where the reference holds no per-class IoU of some class."
-    from ael_nb.compare import read_result, run_info
-    from ael_nb.metrics import iou_table, plot_iou
-    a, b = read_result(run_dir), read_result(reference)
-    info = run_info(a['dataset'], a['root'], run_dir)
-    if any(b['iou'].get(c) is None for c in info.class_names): return None
-    r = Path(reference); r = read_stored(r / 'summary.json' if r.is_dir() else r)
-    last = [r['eval'] for r in read_metrics(run_dir) if 'eval' in r][-1]
-    runs = {f"supervised ({b['model']}, {'stored' if stored else 'twin'})": {c: v / 100 for c, v in b['iou'].items()}}
-    runs |= {f"{a['method']} {m}": s['per_class'] for m, s in last.items()}
-    return plot_iou(iou_table(runs, info), f"{a['method']} beside supervised training ({pairing(read_stored(Path(run_dir) / 'summary.json'), r)})")
 
 # %% ../nbs/23_cli.ipynb #087f0a04
 positive = arg_type(at_least(1))   # argparse type: an integer >= 1

@@ -1,15 +1,15 @@
 """The `cpu` preset's stored draws, path by path: `bench/results/default_draws.json`.
 
-    python bench/draws.py                  # writes bench/results/default_draws.json, prints a line per path and RESULTS' tables
+    python bench/draws.py                  # writes bench/results/default_draws.json (and ael_nb/stored/), prints a line per path and RESULTS' tables
     python bench/draws.py --results DIR    # the draws stored under another folder (written there)
     python bench/draws.py --fraction 1/4   # the same setting at another labeled share (draws_1-4.json)
 
-A draw is one stored result at the `cpu` preset's setting (`ael_nb.cli.setting_of`; an AEL draw also with the preset's
+A draw is one stored result at the `cpu` preset's setting (`ael_nb.draws.setting_of`; an AEL draw also with the preset's
 `method.*` keys, so a screened candidate is no draw of the default, and at its labeled share): grid `cheaper`'s rows that resolve
 to it (`tests/test_bench.py::test_cpu_rows_are_the_cpu_preset`), any other cell at that setting, and the default runs'
-folders (`bench/results/default-run-cpu-*/`), read by `ael_nb.cli.stored_draws`, the reader `ael-train`'s closing
+folders (`bench/results/default-run-cpu-*/`), read by `ael_nb.draws.stored_draws`, the reader `ael-train`'s closing
 summary uses. A result repeats to the digit given its instruction path, thread count and torch version: each draw's
-path and thread count are the ones it recorded, or `ael_nb.cli.provenance`'s inference from what it recorded (listed
+path and thread count are the ones it recorded, or `ael_nb.draws.provenance`'s inference from what it recorded (listed
 under the draw's `inferred`); a result whose path nothing decides is listed under `unknown_path`, never guessed.
 Tail mIoU, mIoU and per-class IoU (`per_class`) in %, of the reported model (the EMA teacher where the method has one,
 as `ael-train` reports it). Draws measured elsewhere and folded in (`bench/results/avx512bf16-draws-2026-11-28/`, each
@@ -21,10 +21,11 @@ import argparse, json
 from fractions import Fraction
 from pathlib import Path
 import numpy as np
-from ael_nb.cli import setting_of, stored_draws
+from ael_nb.draws import setting_of, stored_draws
 from ael_nb.config import flat_settings, get_config, to_dict
 from ael_nb.core import atomic_write_text
 from ael_nb.synthetic import SYNTHETIC_INFO
+from stored import refresh
 
 RESULTS = Path(__file__).resolve().parent / 'results'
 METHODS = ('supervised', 'ael', 'full')
@@ -138,6 +139,7 @@ def main(argv=None):
     d = default_draws(Path(args.results), args.fraction)
     name = f"draws_{args.fraction.replace('/', '-')}.json" if args.fraction else 'default_draws.json'
     atomic_write_text(Path(args.results) / name, json.dumps(d, indent=1) + '\n')
+    refresh(args.results)
     print(readme_sentences(d))
     print('\n\n'.join(f"{p}\n{pairs_table(e)}" for p, e in d['paths'].items()))
 

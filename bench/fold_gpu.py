@@ -14,6 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import floor, paper_scale                  # bench/floor.py, bench/paper_scale.py: their report formats
+from stored import refresh                 # bench/stored.py: the package's copy of bench/results
 
 
 def provenance(args, res: dict) -> str:
@@ -72,7 +73,9 @@ def main(argv=None):
     p.add_argument('--how', required=True, help='how it was measured (command, machine), one sentence')
     p.add_argument('--note', action='append', default=[], help='a line to add to every report (repeatable)')
     p.add_argument('--results', default=str(HERE / 'results'))
-    for f in fold(p.parse_args(argv)): print(f)
+    args = p.parse_args(argv)
+    for f in fold(args): print(f)
+    refresh(args.results)                  # ael_nb.arithmetic.measured_speed reads the package's copy
     return 0
 
 

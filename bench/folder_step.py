@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse, datetime as dt, json, os, platform, statistics, tempfile, time
 from pathlib import Path
 import torch
+from stored import refresh              # bench/stored.py: the package's copy of bench/results
 
 RESULTS = Path(__file__).resolve().parent / 'results'
 NAMES = ['sky', 'building', 'pole', 'road', 'pavement', 'tree', 'sign_symbol', 'fence', 'car', 'pedestrian', 'bicyclist']
@@ -87,5 +88,6 @@ def report(args, cfg, wall, cpu):
           f"{about_minutes(60 * res['estimate_h_two_cores'])} on two "
           f"(CPU time / 2), evaluations not included.\n\n`{res['command']}`\n")
     (RESULTS / f'folder_step_{args.tag}.md').write_text(md)
+    refresh(RESULTS)                    # the time estimate ael-train prints reads the package's copy
 
 if __name__ == '__main__': main()

@@ -11,7 +11,7 @@ Every cell is one `ael_nb.train.train(cfg)` run in its own process (OMP_NUM_THRE
 from the `cpu96` preset (`BASE`) plus dotted overrides: a method or an ablation is a list of `key=value` strings, never a
 code edit. A finished cell is stored as `bench/results/<grid>-<dataset>/<cell>.json` (written atomically), its `host`
 naming what the numbers are reproducible given: the instruction path (`amx-bf16`, `avx512-bf16`, `avx2-fp32`), the
-thread count and the torch version (cells older than `host.path` are read by `ael_nb.cli.provenance`);
+thread count and the torch version (cells older than `host.path` are read by `ael_nb.draws.provenance`);
 a rerun skips finished cells, resumes a half-finished one from its `latest.pth` and recomputes a cell whose
 stored configuration differs from the one asked for. A cell with the same configuration finished by another
 grid (e.g. `dr+aes` of table5 = `confidence` of table7) is reused, not recomputed; grids named together share one
@@ -37,6 +37,7 @@ RESULTS = BENCH / 'results'
 # variants: name -> overrides on top of the dataset setting. 'full' = supervised on every training image.
 FULL = ['method.name=supervised', 'data.manifest=none', 'data.fraction=1']
 from ael_nb.paper import ABLATIONS      # every ablation row is defined once, there
+from stored import refresh             # bench/stored.py: the package's copy of bench/results
 def _ael(row: str) -> list[str]: return ['method.name=ael'] + ABLATIONS[row]
 
 GRIDS = {
@@ -610,6 +611,7 @@ def main(argv=None):
         launch(cells, Path(args.runs_dir), args.jobs, stop_by, log)
         log(f"grid done in {time.time() - t0:.0f} s wall")
     for g, d in gdirs.items(): print(write_report(g, args.dataset, d, d.name))
+    refresh(RESULTS)                                              # the package's copy of the stored draws
 
 if __name__ == '__main__':
     main()

@@ -6,7 +6,7 @@
 
 A run folder holds checkpoints and logs that do not belong in git; the closing summary and `bench/draws.py` read a
 draw from its final metrics, configuration, split and provenance (path, threads, torch, device), which this file
-keeps, with the command that made it (`ael_nb.cli.regenerate_command` prints it).
+keeps, with the command that made it (`ael_nb.draws.regenerate_command` prints it).
 
 `--val-n N` stores the draw of the same training at `data.synthetic_val_n=N`: the val set's size changes what is
 measured, not what is learned (`tests/test_train.py` trains the same weights at two sizes), so the run's final models
@@ -16,12 +16,13 @@ the same `ONEDNN_MAX_CPU_ISA` / `ATEN_CPU_CAPABILITY` as the run. The cell says 
 import argparse, json
 from pathlib import Path
 import torch
-from ael_nb.cli import read_stored
+from ael_nb.draws import read_stored
 from ael_nb.config import apply_overrides, from_dict, read_yaml, resolved, upgrade_config
 from ael_nb.core import DataError, atomic_write_text, instruction_path
 from ael_nb.evaluate import evaluate
 from ael_nb.plan import make_dataset
 from ael_nb.state import load_model
+from stored import refresh              # bench/stored.py: the package's copy of bench/results
 
 KEEP = ('method', 'preset', 'it', 'iters', 'amp', 'device', 'device_name', 'path', 'threads', 'torch', 'time_s', 'manifest',
         'manifest_hash', 'weights', 'teacher_weights', 'table')
@@ -84,6 +85,7 @@ def main(argv=None):
     args.dest.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.dest, json.dumps(cell, indent=1) + '\n')
     d = read_stored(args.dest)
+    refresh(args.dest.parent.parent)
     print(f"{args.dest}: {d['method']} seed {d['seed']}, {d['path']} at {d['threads']} thread{'s' * (d['threads'] != 1)}, tail {d['tail']:.1f}")
 
 

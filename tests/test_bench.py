@@ -57,7 +57,7 @@ def test_cpu_rows_are_the_cpu_preset():
     "Grid `cheaper`'s rows `CPU` (built on `cpu96`) train at the `cpu` preset's setting (its val set apart)."
     sys.path.insert(0, str(REPO / 'bench'))
     import grid
-    from ael_nb.cli import setting_of
+    from ael_nb.draws import setting_of
     from ael_nb.config import get_config, to_dict
     default = get_config('cpu')
     for v in ('supervised s64x96 h64 lr0.02 b4 1600 ramp1600', 'ael s64x96 h64 lr0.02 b4 1600 ramp1600 fp32'):
@@ -184,7 +184,7 @@ def test_default_draws_come_from_the_stored_results():
     "`bench/results/default_draws.json` is what `bench/draws.py` writes from the stored results today (the `cpu` preset's "
     "setting, a sixteenth labeled), every draw with a path (recorded or inferred, never guessed), the confirmation counts "
     "per path as measured, and the gap share computed only where a path has a fully-labeled draw."
-    from ael_nb.cli import read_stored
+    from ael_nb.draws import read_stored
     draws, stored = _default_draws()
     res = REPO / 'bench' / 'results'
     assert draws.default_draws(res) == stored
@@ -486,7 +486,7 @@ def test_store_run_keeps_the_draw(tmp_path):
     "A run stored as one cell (`bench/store_run.py`) reads back as the same draw as its folder, command included."
     sys.path.insert(0, str(REPO / 'bench'))
     import store_run
-    from ael_nb.cli import read_stored, regenerate_command
+    from ael_nb.draws import read_stored, regenerate_command
     from ael_nb.config import get_config
     from ael_nb.plan import TINY
     from ael_nb.train import train
@@ -508,7 +508,7 @@ def test_store_run_reevaluated_is_the_run_at_that_val_size(tmp_path):
     the same figures and setting; a run whose own figures it does not repeat, or one cut by eval.max_images, is refused."""
     sys.path.insert(0, str(REPO / 'bench'))
     import store_run
-    from ael_nb.cli import read_stored
+    from ael_nb.draws import read_stored
     from ael_nb.config import get_config
     from ael_nb.core import DataError
     from ael_nb.plan import TINY
@@ -565,7 +565,7 @@ def test_a_default_run_is_placed_among_its_paths_draws(tmp_path):
     "Today's default run (the `cpu` preset, seed 0) is placed among the stored draws of its own path: the AMX draw (the "
     "stored cell as a run folder) among the AMX draws, the timed AVX2 run among AVX2's; on a path holding no draw of a "
     "sixteenth labeled (AVX-512 fp32) it is told that nothing stored compares with it there."
-    from ael_nb.cli import closing_summary
+    from ael_nb.draws import closing_summary
     from ael_nb.config import get_config, save_config, from_dict
     res = REPO / 'bench' / 'results'
     s = json.loads((res / 'timed-default-run-avx2-zen4' / 'summary.json').read_text())

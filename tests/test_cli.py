@@ -238,7 +238,8 @@ def test_thread_count_is_a_new_draw(tmp_path):
 def test_summary_without_draws_on_its_path(trained, tmp_path):
     "`ael-train` ends by placing the run among the stored draws of its own path; a path with none is said to have none, and "
     "nothing is compared (a stored supervised cell of the same setting and seed on another path is not this run's twin)."
-    from ael_nb.cli import closing_summary, config_from_args, parse, setting_of, train_parser
+    from ael_nb.cli import config_from_args, parse, train_parser
+    from ael_nb.draws import closing_summary, setting_of
     from ael_nb.config import read_yaml, to_dict
     out, stdout = trained
     s, cfg = json.loads((out / 'summary.json').read_text()), read_yaml(out / 'config.yaml')
@@ -257,17 +258,17 @@ def test_summary_without_draws_on_its_path(trained, tmp_path):
 
 
 def test_folder_step_line_per_path_in_words():
-    "The stored folder-step measurements (bench/results/folder_step_*.json): each path reads its own, the time in words."
+    "The stored folder-step measurements (bench/results/folder_step_*.json, shipped in ael_nb/stored/): each path reads its own, the time in words."
     from ael_nb.cli import measured_time
-    from ael_nb.config import get_config
-    fc = get_config('folder', overrides=['run.device=cpu'])
+    from ael_nb.config import get_config, resolved
+    fc = resolved(get_config('folder', overrides=['run.device=cpu']), 'cpu')
     assert measured_time(fc, path='avx512-bf16').startswith(
         "the folder preset's step took 4.76 CPU s on AMD EPYC (avx512-bf16, one thread; folder_step_cpu_avx512bf16.json): "
         "its 2000 steps take about 2.6 hours on one such core, about 1.3 hours on two; this machine's own estimate follows")
     assert measured_time(fc, path='avx2-fp32').startswith(
         "the folder preset's step took 27 CPU s on AMD EPYC (avx2-fp32, one thread; folder_step_cpu_avx2.json): "
         "its 2000 steps take about 15 hours on one such core, about 7.5 hours on two")
-    few = get_config('folder', overrides=['run.device=cpu', 'optim.iters=4'])   # the 'about 0 h'
+    few = resolved(get_config('folder', overrides=['run.device=cpu', 'optim.iters=4']), 'cpu')   # the 'about 0 h'
     assert 'its 4 steps take about 2 minutes on one such core, about 1 minute on two' in measured_time(few, path='avx2-fp32')
     assert 'its 4 steps take under a minute on one such core, under a minute on two' in measured_time(few, path='avx512-bf16')
 
@@ -277,7 +278,8 @@ def test_the_pair_in_either_order(trained, tmp_path, capsys):
     "and so does an AEL run finishing beside its supervised twin; a sibling of another seed or thread count is not paired, "
     "and the summary says in one line why the named folder is not the twin."
     import shlex, torch, yaml
-    from ael_nb.cli import ael_train, closing_summary, find_twin, twin_args
+    from ael_nb.cli import ael_train
+    from ael_nb.draws import closing_summary, find_twin, twin_args
     quiet = ['run.progress=false', 'run.tensorboard=false', 'run.plots=false']
     shutil.copytree(trained[0], tmp_path / 'a' / 'run')
     ael, sup = tmp_path / 'a' / 'run', tmp_path / 'a' / 'run_supervised'
@@ -322,7 +324,7 @@ def test_a_screened_candidate_is_no_draw_of_the_run(trained, tmp_path):
     "method, and one with another labeled share (1-16 beside the run's) another setting: the closing summary counts "
     "neither among the run's draws; the same cell without either it does."
     import yaml
-    from ael_nb.cli import draws_like
+    from ael_nb.draws import draws_like
     run = trained[0]
     s, cfg = json.loads((run / 'summary.json').read_text()), yaml.safe_load((run / 'config.yaml').read_text())
     (tmp_path / 'g').mkdir()
@@ -338,7 +340,7 @@ def test_a_screened_candidate_is_no_draw_of_the_run(trained, tmp_path):
 def test_a_supervised_run_counts_supervised_draws_whatever_their_method_keys(trained, tmp_path):
     "Supervised training reads no method.* key: a stored supervised cell with other method keys is still its draw."
     import yaml
-    from ael_nb.cli import draws_like, twin_args
+    from ael_nb.draws import draws_like, twin_args
     from ael_nb.config import get_config
     run = trained[0]
     s, cfg = json.loads((run / 'summary.json').read_text()), yaml.safe_load((run / 'config.yaml').read_text())
@@ -357,7 +359,7 @@ def test_a_supervised_run_counts_supervised_draws_whatever_their_method_keys(tra
 def test_the_twin_estimate_reads_pairs_timed_together(trained):
     "The twin's time is this run's step x the step-time ratio of stored pairs timed together (same folder, seed and "
     "threads); a supervised draw timed alone on a loaded machine (no AEL partner) does not enter it."
-    from ael_nb.cli import paired_command
+    from ael_nb.draws import paired_command
     run = trained[0]
     me = dict(method='ael', path='p', time_s=100.0, iters=100)
     d = lambda m, t, seed, where: dict(method=m, path='p', time_s=t, iters=10, seed=seed, threads=1, where=f'{where}/x.json')

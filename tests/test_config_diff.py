@@ -1,8 +1,8 @@
 """One comparison of two configurations (`ael_nb.config.config_diff`) and its named ignore-sets, as each of its four
 users asks it: a resumed run (`RESUME_FREE`), a resumed checkpoint (`RUN_KEYS`), a checkpoint's weights
-(`WEIGHTS_FREE`) and a supervised reference cell (`ael_nb.cli.SETTING_IGNORED`)."""
+(`WEIGHTS_FREE`) and a supervised reference cell (`ael_nb.draws.SETTING_IGNORED`)."""
 import pytest
-from ael_nb.cli import SETTING_IGNORED, setting_of
+from ael_nb.draws import SETTING_IGNORED, setting_of
 import yaml
 from ael_nb.config import (RESUME_FREE, RUN_KEYS, WEIGHTS_FREE, AllBut, Config, config_diff, flat_items, flat_settings,
                            get_config, load_config, save_config, to_dict, upgrade_config, valid_keys)

@@ -22,7 +22,7 @@ import argparse, json
 from pathlib import Path
 import numpy as np
 import torch
-from ael_nb.cli import read_stored
+from ael_nb.draws import read_stored
 from ael_nb.config import apply_overrides, resolved
 from ael_nb.core import DataError, atomic_write_text
 from ael_nb.evaluate import evaluate
@@ -39,7 +39,7 @@ def val_sets(cfg, k: int) -> list:
     return [big.subset(big.ids[i * n:(i + 1) * n]) for i in range(k)]
 
 def check_runs(dirs: list[Path]):
-    "Every run finished, at one setting (`ael_nb.cli.setting_of`): else a `DataError` naming the run, before any evaluation."
+    "Every run finished, at one setting (`ael_nb.draws.setting_of`): else a `DataError` naming the run, before any evaluation."
     first = None
     for d in dirs:
         sm = d / 'summary.json'
