@@ -52,6 +52,10 @@ class DataConfig:
     synthetic_val_n: int|None = None        # synthetic only: number of validation scenes (None: its default, 100)
     synthetic_size: tuple[int, int] = (96, 128)  # synthetic only: scene size (h, w)
     check: bool = True                      # scan every file before training (`dataset.check()`, manifest verify)
+    # a labelling tool's export read in place (`ael_nb.exports`), where its reading is a choice:
+    overlap: Literal['later', 'smaller'] = 'later'   # overlapping instances: the later in the file wins, or the smaller
+    crowd: Literal['class', 'ignore'] = 'class'      # COCO iscrowd regions: their category, or ignored (255)
+    empty: Literal['background', 'unlabeled'] = 'background'  # an annotation that is explicitly empty (no shape)
 
 # %% ../nbs/14_config.ipynb #209d0757
 @dataclass
