@@ -478,7 +478,7 @@ def export_notes(*exports) -> list[str]:
     "An export's notes: group categories dropped, overlapping instances and the rule, masks of ids saved as grey RGB."
     ex = [e for e in exports if e is not None]
     out = list(ex[0].notes) + (ex[0].overlap_note() if hasattr(ex[0], 'overlap_note') else [])
-    grey = [p for e in ex for p in e.grey]
+    grey = list(dict.fromkeys(p for e in ex for p in e.grey))   # a mask read twice is named once
     if grey: out.append(f'{grey[0]}: a 3-channel PNG with R = G = B, read as class ids (as OpenCV saves a grey mask)'
                         + (f'; and {len(grey) - 1} more masks so' if len(grey) > 1 else ''))
     return out
