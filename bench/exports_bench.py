@@ -6,20 +6,20 @@ how many pixels a hand-written PIL polygon fill puts differently from COCO's own
 
 `--datumaro-python` names a Python that has Datumaro installed (kept out of the kit's environment): its import time
 and its reading of the same export are measured there, in its own process."""
-import argparse, json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, importlib.metadata, json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
 
 def write_export(root: Path, n: int, h: int = 96, w: int = 128, seed: int = 0) -> Path:
-    "A COCO export as CVAT writes it: images/ and annotations/instances_default.json; 3 polygons and 1 RLE an image."
+    "A COCO export as CVAT writes it: images/default/ and annotations/instances_default.json; 3 polygons and 1 RLE an image."
     from pycocotools import mask as M
     rng = np.random.default_rng(seed)
-    (root / 'images').mkdir(parents=True); (root / 'annotations').mkdir()
+    (root / 'images/default').mkdir(parents=True); (root / 'annotations').mkdir()
     imgs, anns = [], []
     for k in range(n):
-        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(root / 'images' / f'{k:05d}.jpg', quality=80)
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(root / 'images/default' / f'{k:05d}.jpg', quality=80)
         imgs.append(dict(id=k + 1, file_name=f'{k:05d}.jpg', width=w, height=h))
         for j in range(3):                           # star-shaped polygons of 12 points with fractional coordinates
             cx, cy, r = rng.uniform(20, w - 20), rng.uniform(20, h - 20), rng.uniform(6, 18)
@@ -29,6 +29,10 @@ def write_export(root: Path, n: int, h: int = 96, w: int = 128, seed: int = 0) -
         m = np.zeros((h, w), np.uint8); y, x = rng.integers(0, h - 10), rng.integers(0, w - 20); m[y:y + 10, x:x + 20] = 1
         rle = M.encode(np.asfortranarray(m)); rle['counts'] = rle['counts'].decode()
         anns.append(dict(id=len(anns) + 1, image_id=k + 1, category_id=3, segmentation=rle, iscrowd=1))
+    for a in anns:                                    # COCO's area and bbox of each annotation
+        r = M.frPyObjects(a['segmentation'], h, w) if isinstance(a['segmentation'], list) else a['segmentation']
+        r = M.merge(r) if isinstance(r, list) else r
+        a['area'], a['bbox'] = float(M.area(r)), [float(v) for v in M.toBbox(r)]
     cats = [dict(id=i, name=nm, supercategory='thing') for i, nm in ((1, 'car'), (3, 'person'), (7, 'sign'))]
     (root / 'annotations/instances_default.json').write_text(json.dumps(dict(images=imgs, annotations=anns, categories=cats)))
     return root
@@ -82,6 +86,16 @@ print(json.dumps(dict(import_s=imp, read_s=time.perf_counter() - t, mask_px=n)))
 '''
 
 
+def added_by(python: str) -> dict:
+    "Bytes of each top-level package in `python`'s site-packages that this environment lacks (what installing adds)."
+    site = lambda py: Path(subprocess.run([py, '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+                                          capture_output=True, text=True, check=True).stdout.strip())
+    theirs, ours = site(python), site(sys.executable)
+    skip = ('pip', 'setuptools', 'pkg_resources', '_distutils_hack', '__pycache__')
+    return {p.name: dir_size(p) if p.is_dir() else p.stat().st_size for p in sorted(theirs.iterdir())
+            if not p.name.endswith(('.dist-info', '.pth')) and p.name not in skip and not (ours / p.name).exists()}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--out', default='bench/results/exports'); p.add_argument('--n', type=int, default=1000)
@@ -94,7 +108,7 @@ def main(argv=None):
         cold, warm, px = read_all(root)
         diff, tot = pil_disagreement(root)
         r = dict(cpu=platform.processor() or platform.machine(), threads=os.cpu_count(), images=a.n,
-                 pycocotools=pycocotools.__version__ if hasattr(pycocotools, '__version__') else 'installed',
+                 load_average=os.getloadavg(), pycocotools=importlib.metadata.version('pycocotools'),
                  pycocotools_installed_bytes=dir_size(Path(pycocotools.__file__).parent),
                  pycocotools_import_s=import_time(sys.executable, 'pycocotools.mask'),
                  read_cold_s=cold, read_warm_s=warm, labeled_px=px, pil_vs_coco_px=diff, coco_polygon_px=tot)
@@ -102,6 +116,7 @@ def main(argv=None):
             res = subprocess.run([a.datumaro_python, '-c', DATUMARO, str(root)], capture_output=True, text=True)
             r['datumaro'] = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else res.stderr.strip()[-400:]
             r['datumaro_import_s_median'] = import_time(a.datumaro_python, 'datumaro') if res.returncode == 0 else None
+            r['datumaro_adds_bytes'] = added_by(a.datumaro_python)
     tmpf = out / '.exports.json.tmp'; tmpf.write_text(json.dumps(r, indent=1)); os.replace(tmpf, out / 'exports.json')
     print(json.dumps(r, indent=1))
 

@@ -46,6 +46,16 @@ CATS = [{'id': 2, 'name': 'car', 'supercategory': 'vehicle'}, {'id': 5, 'name': 
 def rect(x0, y0, x1, y1): return [x0, y0, x1, y0, x1, y1, x0, y1]
 
 
+def with_box(a):
+    "An annotation with COCO's `area` and `bbox` [x, y, w, h] of its segmentation (pycocotools computes them)."
+    from pycocotools import mask as M
+    seg = a['segmentation']
+    r = M.merge(M.frPyObjects(seg, H, W)) if isinstance(seg, list) else M.frPyObjects(seg, H, W) if isinstance(seg['counts'], list) else \
+        dict(size=seg['size'], counts=seg['counts'].encode())
+    a['area'], a['bbox'] = float(M.area(r)), [float(v) for v in M.toBbox(r)]
+    return a
+
+
 def write_coco(root):
     "a: a car polygon, a person polygon over it (later), a crowd of persons (uncompressed RLE), a sign (compressed RLE);"
     "b: no annotation; c: a car; val d: a car. Train ids: background 0, car 1, person 2, sign 3 (category ids 2, 5, 9)."
@@ -61,12 +71,13 @@ def write_coco(root):
             dict(id=3, image_id=1, category_id=5, segmentation=dict(size=[H, W], counts=rle_counts(crowd)), iscrowd=1),
             dict(id=4, image_id=1, category_id=9, segmentation=enc, iscrowd=0),
             dict(id=5, image_id=3, category_id=2, segmentation=[rect(0, 0, 32, 4)], iscrowd=0)]
+    for a in anns: with_box(a)
     imgs = [dict(id=k, file_name=f'{n}.jpg', width=W, height=H) for k, n in enumerate('abc', 1)]
     (root / 'annotations').mkdir(parents=True, exist_ok=True)
     (root / 'annotations/instances_train.json').write_text(json.dumps(dict(images=imgs, annotations=anns, categories=CATS)))
     (root / 'annotations/instances_val.json').write_text(json.dumps(dict(
         images=[dict(id=1, file_name='d.jpg', width=W, height=H)], categories=CATS,
-        annotations=[dict(id=1, image_id=1, category_id=2, segmentation=[rect(4, 4, 20, 20)], iscrowd=0)])))
+        annotations=[with_box(dict(id=1, image_id=1, category_id=2, segmentation=[rect(4, 4, 20, 20)], iscrowd=0))])))
     return root
 
 
