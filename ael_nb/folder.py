@@ -22,7 +22,7 @@ from .datasets import (IMAGE_EXTS, SegDataset, dataset_root, exif_orientation, i
 __all__ = ['CLASSES_FILES', 'LOSSLESS_MASKS', 'classes_file', 'read_classes', 'decode_ids', 'decode_colors', 'read_folder_label',
            'list_id', 'read_split_list', 'split_dirs', 'mask_files', 'folder_items', 'orphan_labels', 'suffix_of',
            'orphan_lines', 'tail_by_frequency', 'label_pixels', 'class_pixels', 'folder_tail', 'ignored_class',
-           'binary_fix', 'FolderDataset', 'folder_notes', 'found_line', 'check_folder', 'export_notes', 'class_table',
+           'binary_fix', 'FolderDataset', 'folder_notes', 'found_line', 'check_folder', 'class_table',
            'plot_class_histogram', 'rules_of', 'ael_data']
 
 # %% ../nbs/08a_folder.ipynb #2766c268
@@ -153,6 +153,16 @@ def decode_colors(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
     if bad: raise DataError(path, f'colours {_counted(*zip(*bad))} are no class colour of {classes["path"].name}')
     return torch.tensor([table[int(k)] for k in keys], dtype=torch.int64)[torch.from_numpy(inv.reshape(rgb.shape[:2]))]
 
+# %% ../nbs/08a_folder.ipynb #094165de
+def _rgb_label(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
+    "An RGB mask by its colours; one with R = G = B whose greys are not all class colours holds ids (as OpenCV saves)."
+    grey = (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 0] == rgb[..., 2]).all()
+    if not grey or {tuple(c) for c in np.unique(rgb.reshape(-1, 3), axis=0).tolist()} <= set(classes['colors']):
+        return decode_colors(rgb, classes, path)
+    try: return decode_ids(rgb[..., 0].astype(np.int64), classes, path)
+    except DataError as e:
+        raise DataError(path, f'a 3-channel grey PNG (R = G = B) read as class ids: {e.problem}') from None
+
 # %% ../nbs/08a_folder.ipynb #3fa8c5e0
 LOSSLESS_MASKS = ('.png', '.bmp', '.tif', '.tiff')
 
@@ -178,15 +188,6 @@ def _same_palette(palette: list | None, raw: np.ndarray, classes: dict, path):
         f'index {v} is {c} in the PNG, class {classes["names"][k]!r} is {classes["colors"][k]}'
         for v, c, k in bad[:4]) +
         f'; give the PNG the palette of {name}, or the file the colours of the PNG')
-
-def _rgb_label(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
-    "An RGB mask by its colours; one with R = G = B whose greys are not all class colours holds ids (as OpenCV saves)."
-    grey = (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 0] == rgb[..., 2]).all()
-    if not grey or {tuple(c) for c in np.unique(rgb.reshape(-1, 3), axis=0).tolist()} <= set(classes['colors']):
-        return decode_colors(rgb, classes, path)
-    try: return decode_ids(rgb[..., 0].astype(np.int64), classes, path)
-    except DataError as e:
-        raise DataError(path, f'a 3-channel grey PNG (R = G = B) read as class ids: {e.problem}') from None
 
 def read_folder_label(path, classes: dict) -> torch.Tensor:
     "Train ids of one mask of a folder: class ids (a palette's colours must agree) or colours, by the file's mode."
@@ -364,6 +365,7 @@ def binary_fix(classes: dict, k: int) -> str:
 # %% ../nbs/08a_folder.ipynb #d7e0b1a3
 def _binary_line(root: Path, classes: dict) -> str|None:
     "The line for a folder whose masks hold a class as the ignore value, with the classes.yaml that reads it, or None."
+    if classes.get('files') is not None: return None     # an export's classes are the tool's, no classes.yaml
     counts, ignored = _folder_pixels(root, classes)
     k = ignored_class(counts, ignored, classes)
     if k is None: return None
@@ -371,6 +373,26 @@ def _binary_line(root: Path, classes: dict) -> str|None:
     return (f"{classes['path']}: class {name!r} (id {classes['ids'][k]}) has no labeled pixel, and the masks hold "
             f"{ignored} px of the ignore value {ign}, as a binary mask saved {other}/{ign} holds its foreground; "
             f"if those pixels are {name}, write classes.yaml as {binary_fix(classes, k)}")
+
+# %% ../nbs/08a_folder.ipynb #c0638679
+def _layout(root: Path, rules: Rules) -> tuple:
+    "(export, classes) of a folder: (None, its classes file) for the kit's own layout, else the tool's export."
+    export = find_export(root, rules)
+    return export, read_classes(root) if export is None else export.classes
+
+def _items(root: Path, split: str, classes: dict, export) -> list:
+    "A split's `(id, image, mask or None)`: of the folder layout, or of the labelling tool's export."
+    if export is None: return folder_items(root, split, classes['mask_suffix'])
+    return require_samples(export.split_items(split), root, split)
+
+def _label(path, classes: dict, export) -> torch.Tensor:
+    "Train ids of one mask, read by the layout it is of."
+    return read_folder_label(path, classes) if export is None else export.decode(path)
+
+def _listing_problems(root: Path, split: str, classes: dict, export) -> list[str]:
+    "What listing a split finds wrong: labels without images (folder layout), or the export's own lines."
+    if export is None: return orphan_lines(root, split, classes['mask_suffix'])
+    return list(export.problems(split))
 
 # %% ../nbs/08a_folder.ipynb #eb00c590
 class FolderDataset(SegDataset):
@@ -380,30 +402,23 @@ class FolderDataset(SegDataset):
                  tail=None,                # tail class ids (None: `folder_tail`)
                  rules: Rules = Rules()):  # how a labelling tool's export is read where it is a choice
         root = dataset_root('folder', root)
-        self.export = find_export(root, rules)     # None: the kit's own layout
-        self.classes = read_classes(root) if self.export is None else self.export.classes
+        self.export, self.classes = _layout(root, rules)
         if tail is None:
             tail, self.tail_source = folder_tail(root, self.classes, rules)
-            # what a run reports as tail, and why
             if split == 'train' and is_main(): print(f'folder {root}: {self.tail_source}')
         else: self.tail_source = 'tail classes given'
         info = DatasetInfo('folder', self.classes['names'], self.classes['colors'], tail_classes=list(tail))
-        items = (folder_items(root, split, self.classes['mask_suffix']) if self.export is None else
-                 require_samples(self.export.split_items(split), root, split))
-        super().__init__(items, info, root, split)
+        super().__init__(_items(root, split, self.classes, self.export), info, root, split)
 
-    def load_label(self, path) -> torch.Tensor:
-        return read_folder_label(path, self.classes) if self.export is None else self.export.decode(path)
+    def load_label(self, path) -> torch.Tensor: return _label(path, self.classes, self.export)
 
     def missing_mask(self, i, ip) -> DataError:
-        if self.export is not None: return DataError(ip, f'{self.split} image without a mask')
-        lab = split_dirs(self.root, self.split)[1]
-        return DataError(ip, f"{self.split} image without a mask (no {lab/i}{self.classes['mask_suffix']}.png)")
+        lab = '' if self.export else f" (no {split_dirs(self.root, self.split)[1]/i}{self.classes['mask_suffix']}.png)"
+        return DataError(ip, f'{self.split} image without a mask{lab}')
 
     def problems(self) -> list[str]:
         "One line per bad input of this split: a label without an image, a scored image without one, a bad file."
-        out = (orphan_lines(self.root, self.split, self.classes['mask_suffix']) if self.export is None else
-               list(self.export.problems(self.split)))
+        out = _listing_problems(self.root, self.split, self.classes, self.export)
         for k, (i, ip, lp) in enumerate(self.items):
             if ip.stat().st_size == 0: out.append(f'{ip}: empty file'); continue
             if lp is None and self.split != 'train':                   # evaluation scores every image of its split
@@ -411,8 +426,7 @@ class FolderDataset(SegDataset):
             try: self[k]
             except DataError as e: out.append(str(e))
         labeled = any(lp is not None for _, _, lp in self.items)      # training masks: a class saved as ignore
-        if self.split == 'train' and labeled and self.export is None and (line := _binary_line(self.root, self.classes)):
-            out.append(line)
+        if self.split == 'train' and labeled and (line := _binary_line(self.root, self.classes)): out.append(line)
         return out
 
     def check(self) -> FolderDataset:
@@ -441,11 +455,22 @@ def folder_notes(ds: FolderDataset,
                 for k, (n, v, m) in enumerate(zip(c['names'], c['ids'], counts)) if m == 0 and k != named]
     return out
 
-# %% ../nbs/08a_folder.ipynb #a362f1b0
+# %% ../nbs/08a_folder.ipynb #8fe4696a
 def _has_val(root: Path, export) -> bool:
     if export is not None: return export.has_split('val')
     return (root/'val'/'images').is_dir() or (root/'val.txt').is_file()
 
+def _export_notes(*exports) -> list[str]:
+    "An export's notes: group categories dropped, overlapping instances and the rule, masks of ids saved as grey RGB."
+    ex = [e for e in exports if e is not None]
+    if not ex: return []
+    out = list(ex[0].notes) + (ex[0].overlap_note() if hasattr(ex[0], 'overlap_note') else [])
+    grey = list(dict.fromkeys(p for e in ex for p in e.grey))   # a mask read twice is named once
+    if grey: out.append(f'{grey[0]}: a 3-channel PNG with R = G = B, read as class ids (as OpenCV saves a grey mask)'
+                        + (f'; and {len(grey) - 1} more masks so' if len(grey) > 1 else ''))
+    return out
+
+# %% ../nbs/08a_folder.ipynb #a362f1b0
 def found_line(root: Path, export) -> str:
     "What `ael-data check` found at `root` and how it reads it, in one line."
     if export is None: return f'found the folder layout (images/, labels/, {classes_file(root).name})'
@@ -470,18 +495,9 @@ def check_folder(root, rules: Rules = Rules()) -> dict:
         bad.append(f'{root/"labels"}: no label file matches an image under images/')
     counts, ignored = _folder_pixels(root, train.classes, rules)
     notes = folder_notes(train, counts, ignored) + (folder_notes(val) if val is not None else [])
-    if train.export is not None: notes += export_notes(train.export, val.export if val is not None else None)
+    if train.export is not None: notes += _export_notes(train.export, val.export if val is not None else None)
     return dict(problems=bad, notes=notes, counts=counts, ids=train.classes['ids'], info=train.info,
                 tail_source=train.tail_source, found=found)
-
-def export_notes(*exports) -> list[str]:
-    "An export's notes: group categories dropped, overlapping instances and the rule, masks of ids saved as grey RGB."
-    ex = [e for e in exports if e is not None]
-    out = list(ex[0].notes) + (ex[0].overlap_note() if hasattr(ex[0], 'overlap_note') else [])
-    grey = list(dict.fromkeys(p for e in ex for p in e.grey))   # a mask read twice is named once
-    if grey: out.append(f'{grey[0]}: a 3-channel PNG with R = G = B, read as class ids (as OpenCV saves a grey mask)'
-                        + (f'; and {len(grey) - 1} more masks so' if len(grey) > 1 else ''))
-    return out
 
 # %% ../nbs/08a_folder.ipynb #5c722380
 def class_table(counts, info: DatasetInfo, ids=None):
@@ -509,7 +525,7 @@ def plot_class_histogram(counts, info: DatasetInfo, path=None, title: str = ''):
     if path is not None: Path(path).parent.mkdir(parents=True, exist_ok=True); fig.savefig(path, dpi=100)
     return fig
 
-# %% ../nbs/08a_folder.ipynb #46cb0af0
+# %% ../nbs/08a_folder.ipynb #c8847dea
 def rules_of(pairs: list[str]) -> Rules:
     "The `Rules` of `data.overlap=smaller`-style pairs (what `ael-data check` takes after the root)."
     kw = {}
@@ -520,6 +536,7 @@ def rules_of(pairs: list[str]) -> Rules:
         kw[k.removeprefix('data.')] = v
     return Rules(**kw)
 
+# %% ../nbs/08a_folder.ipynb #46cb0af0
 def _parser():
     p = Parser(prog='ael-data', description='Check a folder dataset (images/, labels/, classes.yaml) before training.')
     sub = p.add_subparsers(dest='cmd', required=True)
