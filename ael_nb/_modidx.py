@@ -417,6 +417,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'ael_nb.exports._hidden': ('exports.html#_hidden', 'ael_nb/exports.py'),
                                 'ael_nb.exports._image_from_data': ('exports.html#_image_from_data', 'ael_nb/exports.py'),
                                 'ael_nb.exports._image_ids': ('exports.html#_image_ids', 'ael_nb/exports.py'),
+                                'ael_nb.exports._parsed': ('exports.html#_parsed', 'ael_nb/exports.py'),
                                 'ael_nb.exports.ann_mask': ('exports.html#ann_mask', 'ael_nb/exports.py'),
                                 'ael_nb.exports.cache_dir': ('exports.html#cache_dir', 'ael_nb/exports.py'),
                                 'ael_nb.exports.classes_of': ('exports.html#classes_of', 'ael_nb/exports.py'),

@@ -107,6 +107,10 @@ def test_coco_pixel_for_pixel(tmp_path):
     assert torch.equal(ig[0]['label'], torch.from_numpy(coco_intended('ignore', 'smaller')))
     assert ig.items[0][2] != cached                              # other rules, another cache file
     assert FolderDataset(root, 'val').labeled_ids == ['d']
+    p = root / 'annotations/instances_train.json'; d = json.loads(p.read_text())   # the export again, the car moved
+    d['annotations'][4]['segmentation'] = [rect(0, 20, 32, 24)]; p.write_text(json.dumps(d))
+    c = np.zeros((H, W), np.int64); c[20:24, :] = 1
+    assert torch.equal(FolderDataset(root)[2]['label'], torch.from_numpy(c))   # a new cache file: the stale one unread
 
 
 def test_coco_check_says_what_it_found(tmp_path, capsys):
@@ -121,6 +125,16 @@ def test_coco_check_says_what_it_found(tmp_path, capsys):
     assert [l.split()[:2] for l in out[3:7]] == [['0', 'background'], ['2', 'car'], ['5', 'person'], ['9', 'sign']]
     assert f'{root}/annotations/instances_train.json: 16 px of 1 images are covered by instances of two classes: the later ' \
            'in the file wins (data.overlap=later; data.overlap=smaller lets the smaller win)' in out
+
+
+def test_check_from_the_command_line(tmp_path):
+    import subprocess, sys
+    root = write_coco(tmp_path / 'coco')
+    r = subprocess.run([sys.executable, '-c', 'import sys; from ael_nb.folder import ael_data; sys.exit(ael_data())', 'check',
+                        str(root), 'data.overlap=smaller'], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert 'overlaps: the smaller instance wins (data.overlap=smaller)' in found(r.stdout)
+    assert f'{root}: fit to train on (data.dataset=folder data.root={root})' in r.stdout
 
 
 def test_coco_roboflow_group_category_dropped(tmp_path):
