@@ -685,6 +685,8 @@ USED_WHEN = {
     'eval.window': _SLIDING, 'eval.stride': _SLIDING,
     'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_val_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
+    **{f'data.{k}': ((lambda c: c.data.dataset == 'folder'), 'data.dataset=folder')
+       for k in ('overlap', 'crowd', 'empty')},                # the rules of an export read as a folder
     'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
     'method.comp_drop': ((lambda c: framework(c.method) == 'unimatch_v2'), 'method.name=unimatch_v2'),
     'optim.betas': ((lambda c: c.optim.optimizer == 'adamw'), 'optim.optimizer=adamw'),
