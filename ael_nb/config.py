@@ -52,6 +52,10 @@ class DataConfig:
     synthetic_val_n: int|None = None        # synthetic only: number of validation scenes (None: its default, 100)
     synthetic_size: tuple[int, int] = (96, 128)  # synthetic only: scene size (h, w)
     check: bool = True                      # scan every file before training (`dataset.check()`, manifest verify)
+    # a labelling tool's export read in place (`ael_nb.exports`), where its reading is a choice:
+    overlap: Literal['later', 'smaller'] = 'later'   # overlapping instances: the later in the file wins, or the smaller
+    crowd: Literal['class', 'ignore'] = 'class'      # COCO iscrowd regions: their category, or ignored (255)
+    empty: Literal['background', 'unlabeled'] = 'background'  # an annotation that is explicitly empty (no shape)
 
 # %% ../nbs/14_config.ipynb #209d0757
 @dataclass
@@ -681,6 +685,8 @@ USED_WHEN = {
     'eval.window': _SLIDING, 'eval.stride': _SLIDING,
     'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_val_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
+    **{f'data.{k}': ((lambda c: c.data.dataset == 'folder'), 'data.dataset=folder')
+       for k in ('overlap', 'crowd', 'empty')},                # the rules of an export read as a folder
     'run.allow_changes': ((lambda c: c.run.resume), 'run.resume=true (--resume)'),
     'method.comp_drop': ((lambda c: framework(c.method) == 'unimatch_v2'), 'method.name=unimatch_v2'),
     'optim.betas': ((lambda c: c.optim.optimizer == 'adamw'), 'optim.optimizer=adamw'),

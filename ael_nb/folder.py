@@ -14,6 +14,7 @@ import yaml
 from PIL import Image
 from .core import IGNORE_INDEX, DatasetInfo, DataError, Parser, is_main
 from .config import read_yaml
+from .exports import Rules, find_export
 from .datasets import (IMAGE_EXTS, SegDataset, dataset_root, exif_orientation, image_files, make_lut, read_label,
                              require_samples, voc_palette, _ranges)
 
@@ -21,8 +22,8 @@ from .datasets import (IMAGE_EXTS, SegDataset, dataset_root, exif_orientation, i
 __all__ = ['CLASSES_FILES', 'LOSSLESS_MASKS', 'classes_file', 'read_classes', 'decode_ids', 'decode_colors', 'read_folder_label',
            'list_id', 'read_split_list', 'split_dirs', 'mask_files', 'folder_items', 'orphan_labels', 'suffix_of',
            'orphan_lines', 'tail_by_frequency', 'label_pixels', 'class_pixels', 'folder_tail', 'ignored_class',
-           'binary_fix', 'FolderDataset', 'folder_notes', 'check_folder', 'class_table', 'plot_class_histogram',
-           'ael_data']
+           'binary_fix', 'FolderDataset', 'folder_notes', 'found_line', 'check_folder', 'class_table',
+           'plot_class_histogram', 'rules_of', 'ael_data']
 
 # %% ../nbs/08a_folder.ipynb #2766c268
 CLASSES_FILES = ('classes.yaml', 'classes.yml', 'classes.csv')
@@ -34,7 +35,8 @@ def classes_file(root) -> Path:
         if (root/n).is_file(): return root/n
     raise DataError(root/CLASSES_FILES[0], 'classes file is missing: write the class names (and colours, the ignore '
                     'value) there, e.g. "classes: [{name: road, color: [128, 64, 128]}, ...]" '
-                    '(see nbs/28_your_data.ipynb)')
+                    '(see nbs/28_your_data.ipynb); nor is the folder an export the kit reads (COCO annotations/*.json, '
+                    'VOC JPEGImages/ + SegmentationClass/, LabelMe JSONs, Roboflow _classes.csv, Cityscapes gtFine/)')
 
 # %% ../nbs/08a_folder.ipynb #dae8add6
 def _is_int(s) -> bool:
@@ -151,6 +153,16 @@ def decode_colors(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
     if bad: raise DataError(path, f'colours {_counted(*zip(*bad))} are no class colour of {classes["path"].name}')
     return torch.tensor([table[int(k)] for k in keys], dtype=torch.int64)[torch.from_numpy(inv.reshape(rgb.shape[:2]))]
 
+# %% ../nbs/08a_folder.ipynb #094165de
+def _rgb_label(rgb: np.ndarray, classes: dict, path) -> torch.Tensor:
+    "An RGB mask by its colours; one with R = G = B whose greys are not all class colours holds ids (as OpenCV saves)."
+    grey = (rgb[..., 0] == rgb[..., 1]).all() and (rgb[..., 0] == rgb[..., 2]).all()
+    if not grey or {tuple(c) for c in np.unique(rgb.reshape(-1, 3), axis=0).tolist()} <= set(classes['colors']):
+        return decode_colors(rgb, classes, path)
+    try: return decode_ids(rgb[..., 0].astype(np.int64), classes, path)
+    except DataError as e:
+        raise DataError(path, f'a 3-channel grey PNG (R = G = B) read as class ids: {e.problem}') from None
+
 # %% ../nbs/08a_folder.ipynb #3fa8c5e0
 LOSSLESS_MASKS = ('.png', '.bmp', '.tif', '.tiff')
 
@@ -187,7 +199,7 @@ def read_folder_label(path, classes: dict) -> torch.Tensor:
     try:
         with Image.open(path) as im:
             mask = _opaque(im, path, classes)
-            if mask.mode == 'RGB': return decode_colors(np.array(mask), classes, path)
+            if mask.mode == 'RGB': return _rgb_label(np.array(mask), classes, path)
             raw = np.array(mask).astype(np.int64) if mask.mode in ('L', 'P') else read_label(path)
             if mask.mode == 'P': _same_palette(mask.getpalette(), raw, classes, path)
     except OSError: return decode_ids(read_label(path), classes, path)   # not an image, truncated: read_label names it
@@ -306,28 +318,31 @@ def class_pixels(ds: SegDataset) -> np.ndarray:
 # %% ../nbs/08a_folder.ipynb #4929132f
 def _stamp(root: Path, classes: dict) -> tuple:
     "Sizes and times of a folder's training masks and classes file: its counts hold until one of them changes."
-    masks = image_files(root/'labels').values() if (root/'labels').is_dir() else ()
-    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in [*masks, classes['path']])
+    masks = classes.get('files') or [*(image_files(root/'labels').values() if (root/'labels').is_dir() else ()),
+                                     classes['path']]
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in masks if p is not None)
 
 @lru_cache(maxsize=8)
-def _train_pixels(root: str, stamp: tuple) -> tuple[np.ndarray, int]:
-    "`label_pixels` of the training split of the folder at `root` as of `stamp`."
-    return label_pixels(FolderDataset(root, 'train', tail=[]))
+def _train_pixels(root: str, stamp: tuple, rules: Rules) -> tuple[np.ndarray, int]:
+    "`label_pixels` of the training split of the folder at `root` as of `stamp`, an export read by `rules`."
+    return label_pixels(FolderDataset(root, 'train', tail=[], rules=rules))
 
-def _folder_pixels(root: Path, classes: dict) -> tuple[np.ndarray, int]:
+def _folder_pixels(root: Path, classes: dict, rules: Rules = Rules()) -> tuple[np.ndarray, int]:
     "`label_pixels` of a folder's training split, read once while its masks and classes file stay as they are."
-    counts, ignored = _train_pixels(str(root), _stamp(Path(root), classes))
+    counts, ignored = _train_pixels(str(root), _stamp(Path(root), classes), rules)
     return counts.copy(), ignored                                   # the cached counts stay as read
 
-def folder_tail(root: Path, classes: dict) -> tuple[list[int], str]:
+def folder_tail(root: Path, classes: dict, rules: Rules = Rules()) -> tuple[list[int], str]:
     "Tail class ids of a folder and why: the classes file's `tail`, else `tail_by_frequency` of the training labels."
     if classes['tail'] is not None:
         return ([classes['names'].index(t) for t in classes['tail']],
                 f"tail classes {', '.join(classes['tail']) or 'none'}: as {classes['path'].name} says")
-    counts = _folder_pixels(root, classes)[0]
+    counts = _folder_pixels(root, classes, rules)[0]
     tail, n = tail_by_frequency(counts), int((counts > 0).sum())
+    where = Path(root)/'labels' if classes.get('files') is None else f'the masks of {Path(root)}'
     return tail, (f"tail classes {', '.join(classes['names'][k] for k in tail)}: the {len(tail)} of {n} classes "
-                  f"with the fewest labeled pixels in {Path(root)/'labels'} ({classes['path'].name} names none)")
+                  f"with the fewest labeled pixels in {where} "
+                  f"({classes['path'].name if classes.get('files') is None else 'the export'} names none)")
 
 # %% ../nbs/08a_folder.ipynb #d7e0b1a1
 def ignored_class(counts, ignored: int, classes: dict) -> int|None:
@@ -350,6 +365,7 @@ def binary_fix(classes: dict, k: int) -> str:
 # %% ../nbs/08a_folder.ipynb #d7e0b1a3
 def _binary_line(root: Path, classes: dict) -> str|None:
     "The line for a folder whose masks hold a class as the ignore value, with the classes.yaml that reads it, or None."
+    if classes.get('files') is not None: return None     # an export's classes are the tool's, no classes.yaml
     counts, ignored = _folder_pixels(root, classes)
     k = ignored_class(counts, ignored, classes)
     if k is None: return None
@@ -358,31 +374,51 @@ def _binary_line(root: Path, classes: dict) -> str|None:
             f"{ignored} px of the ignore value {ign}, as a binary mask saved {other}/{ign} holds its foreground; "
             f"if those pixels are {name}, write classes.yaml as {binary_fix(classes, k)}")
 
+# %% ../nbs/08a_folder.ipynb #c0638679
+def _layout(root: Path, rules: Rules) -> tuple:
+    "(export, classes) of a folder: (None, its classes file) for the kit's own layout, else the tool's export."
+    export = find_export(root, rules)
+    return export, read_classes(root) if export is None else export.classes
+
+def _items(root: Path, split: str, classes: dict, export) -> list:
+    "A split's `(id, image, mask or None)`: of the folder layout, or of the labelling tool's export."
+    if export is None: return folder_items(root, split, classes['mask_suffix'])
+    return require_samples(export.split_items(split), root, split)
+
+def _label(path, classes: dict, export) -> torch.Tensor:
+    "Train ids of one mask, read by the layout it is of."
+    return read_folder_label(path, classes) if export is None else export.decode(path)
+
+def _listing_problems(root: Path, split: str, classes: dict, export) -> list[str]:
+    "What listing a split finds wrong: labels without images (folder layout), or the export's own lines."
+    if export is None: return orphan_lines(root, split, classes['mask_suffix'])
+    return list(export.problems(split))
+
 # %% ../nbs/08a_folder.ipynb #eb00c590
 class FolderDataset(SegDataset):
     "A folder of one's own: `ROOT/images`, `ROOT/labels` and `ROOT/classes.yaml` (see the top of this notebook)."
     def __init__(self, root=None,          # the folder (None: $AEL_FOLDER_ROOT)
                  split: str = 'train',     # 'train', or a folder `ROOT/<split>/images` or list `ROOT/<split>.txt`
-                 tail=None):               # tail class ids (None: `folder_tail`)
+                 tail=None,                # tail class ids (None: `folder_tail`)
+                 rules: Rules = Rules()):  # how a labelling tool's export is read where it is a choice
         root = dataset_root('folder', root)
-        self.classes = read_classes(root)
+        self.export, self.classes = _layout(root, rules)
         if tail is None:
-            tail, self.tail_source = folder_tail(root, self.classes)
-            # what a run reports as tail, and why
+            tail, self.tail_source = folder_tail(root, self.classes, rules)
             if split == 'train' and is_main(): print(f'folder {root}: {self.tail_source}')
         else: self.tail_source = 'tail classes given'
         info = DatasetInfo('folder', self.classes['names'], self.classes['colors'], tail_classes=list(tail))
-        super().__init__(folder_items(root, split, self.classes['mask_suffix']), info, root, split)
+        super().__init__(_items(root, split, self.classes, self.export), info, root, split)
 
-    def load_label(self, path) -> torch.Tensor: return read_folder_label(path, self.classes)
+    def load_label(self, path) -> torch.Tensor: return _label(path, self.classes, self.export)
 
     def missing_mask(self, i, ip) -> DataError:
-        lab = split_dirs(self.root, self.split)[1]
-        return DataError(ip, f"{self.split} image without a mask (no {lab/i}{self.classes['mask_suffix']}.png)")
+        lab = '' if self.export else f" (no {split_dirs(self.root, self.split)[1]/i}{self.classes['mask_suffix']}.png)"
+        return DataError(ip, f'{self.split} image without a mask{lab}')
 
     def problems(self) -> list[str]:
         "One line per bad input of this split: a label without an image, a scored image without one, a bad file."
-        out = orphan_lines(self.root, self.split, self.classes['mask_suffix'])
+        out = _listing_problems(self.root, self.split, self.classes, self.export)
         for k, (i, ip, lp) in enumerate(self.items):
             if ip.stat().st_size == 0: out.append(f'{ip}: empty file'); continue
             if lp is None and self.split != 'train':                   # evaluation scores every image of its split
@@ -412,29 +448,56 @@ def folder_notes(ds: FolderDataset,
            for _, ip, lp in ds.items if (o := exif_orientation(ip)) > 1]
     if counts is not None:
         named = ignored_class(counts, ignored, c)
-        out += [f'{c["path"]}: class {n!r} (id {v}) has no labeled pixel in {split_dirs(ds.root)[1]}: nothing '
-                f'teaches it, and it is a tail class only if {c["path"].name} says so'
+        own = ds.export is None                 # an export's classes: the tool's, no tail named
+        out += [f'{c["path"] or ds.root}: class {n!r} (id {v}) has no labeled pixel in '
+                f'{split_dirs(ds.root)[1] if own else "its masks"}: nothing teaches it' +
+                (f', and it is a tail class only if {c["path"].name} says so' if own else '')
                 for k, (n, v, m) in enumerate(zip(c['names'], c['ids'], counts)) if m == 0 and k != named]
     return out
 
+# %% ../nbs/08a_folder.ipynb #8fe4696a
+def _has_val(root: Path, export) -> bool:
+    if export is not None: return export.has_split('val')
+    return (root/'val'/'images').is_dir() or (root/'val.txt').is_file()
+
+def _export_notes(*exports) -> list[str]:
+    "An export's notes: group categories dropped, overlapping instances and the rule, masks of ids saved as grey RGB."
+    ex = [e for e in exports if e is not None]
+    if not ex: return []
+    out = list(ex[0].notes) + (ex[0].overlap_note() if hasattr(ex[0], 'overlap_note') else [])
+    grey = list(dict.fromkeys(p for e in ex for p in e.grey))   # a mask read twice is named once
+    if grey: out.append(f'{grey[0]}: a 3-channel PNG with R = G = B, read as class ids (as OpenCV saves a grey mask)'
+                        + (f'; and {len(grey) - 1} more masks so' if len(grey) > 1 else ''))
+    return out
+
 # %% ../nbs/08a_folder.ipynb #a362f1b0
-def check_folder(root) -> dict:
+def found_line(root: Path, export) -> str:
+    "What `ael-data check` found at `root` and how it reads it, in one line."
+    if export is None: return f'found the folder layout (images/, labels/, {classes_file(root).name})'
+    return export.line()
+
+def check_folder(root, rules: Rules = Rules()) -> dict:
     "Every problem of a folder (one line each), notes on what it reads right, labeled pixels per class, info, tail."
     root = Path(root)
     try:
-        train = FolderDataset(root, 'train')
-        val = FolderDataset(root, 'val') if (root/'val'/'images').is_dir() or (root/'val.txt').is_file() else None
-    except DataError as e: return dict(problems=[str(e)], notes=[], counts=None, ids=None, info=None, tail_source='')
+        train = FolderDataset(root, 'train', rules=rules)
+        val = FolderDataset(root, 'val', rules=rules) if _has_val(root, train.export) else None
+        found = found_line(root, train.export)
+    except DataError as e:
+        return dict(problems=[str(e)], notes=[], counts=None, ids=None, info=None, tail_source='', found='')
     bad = train.problems() + (val.problems() if val is not None else
                               [f'{root/"val"}: no validation split: add val/images and val/labels, '
-                               'or a list val.txt of ids'])
+                               'or a list val.txt of ids' if train.export is None else
+                               f'{root}: the {train.export.name} export has no validation split: add one, '
+                               'or a list val.txt of the image ids to hold out of training'])
     # labels named with a suffix: their line says why none matches
     if not train.labeled_ids and not any(b.startswith(f'{root/"labels"}: ') for b in bad):
         bad.append(f'{root/"labels"}: no label file matches an image under images/')
-    counts, ignored = _folder_pixels(root, train.classes)
+    counts, ignored = _folder_pixels(root, train.classes, rules)
     notes = folder_notes(train, counts, ignored) + (folder_notes(val) if val is not None else [])
+    if train.export is not None: notes += _export_notes(train.export, val.export if val is not None else None)
     return dict(problems=bad, notes=notes, counts=counts, ids=train.classes['ids'], info=train.info,
-                tail_source=train.tail_source)
+                tail_source=train.tail_source, found=found)
 
 # %% ../nbs/08a_folder.ipynb #5c722380
 def class_table(counts, info: DatasetInfo, ids=None):
@@ -462,12 +525,27 @@ def plot_class_histogram(counts, info: DatasetInfo, path=None, title: str = ''):
     if path is not None: Path(path).parent.mkdir(parents=True, exist_ok=True); fig.savefig(path, dpi=100)
     return fig
 
+# %% ../nbs/08a_folder.ipynb #c8847dea
+def rules_of(pairs: list[str]) -> Rules:
+    "The `Rules` of `data.overlap=smaller`-style pairs (what `ael-data check` takes after the root)."
+    kw = {}
+    for s in pairs:
+        k, eq, v = s.partition('=')
+        if not eq or k.removeprefix('data.') not in Rules.__dataclass_fields__:
+            raise ValueError(f'{s!r}: expected data.overlap=..., data.crowd=... or data.empty=...')
+        kw[k.removeprefix('data.')] = v
+    return Rules(**kw)
+
 # %% ../nbs/08a_folder.ipynb #46cb0af0
 def _parser():
     p = Parser(prog='ael-data', description='Check a folder dataset (images/, labels/, classes.yaml) before training.')
     sub = p.add_subparsers(dest='cmd', required=True)
     c = sub.add_parser('check', help='every bad input as one line, the class histogram as a table (a picture if asked)')
-    c.add_argument('root', help='the folder (images/, labels/, classes.yaml, val/ or val.txt)')
+    c.add_argument('root', help='the folder (images/, labels/, classes.yaml, val/ or val.txt), or a labelling '
+                   "tool's export: COCO, Pascal VOC / CVAT, LabelMe, Roboflow, Cityscapes")
+    c.add_argument('rules', nargs='*', metavar='data.KEY=VALUE',
+                   help='how an export is read: data.overlap=later|smaller, data.crowd=class|ignore, '
+                        'data.empty=background|unlabeled (the defaults of the configuration)')
     c.add_argument('--plot', '--histogram', metavar='PATH',
                    help='write the class histogram here as a PNG (default: none)')
     c.add_argument('--report', metavar='PATH',
@@ -476,9 +554,12 @@ def _parser():
 
 def ael_data(argv=None) -> int:
     "Console script `ael-data check ROOT`: 0 when the folder is fit to train on, 1 with one line per bad input."
-    args = _parser().parse_args(argv)
-    r, plot = check_folder(args.root), args.plot or (args.report and Path(args.report).with_suffix('.png'))
-    out = [] if r['info'] is None else [class_table(r['counts'], r['info'], r['ids']).to_string(index=False)]
+    p = _parser(); args = p.parse_args(argv)
+    try: rules = rules_of(args.rules)
+    except ValueError as e: p.error(str(e))
+    r, plot = check_folder(args.root, rules), args.plot or (args.report and Path(args.report).with_suffix('.png'))
+    out = [r['found']] if r['found'] else []
+    out += [] if r['info'] is None else [class_table(r['counts'], r['info'], r['ids']).to_string(index=False)]
     if r['info'] is not None and plot:
         plot_class_histogram(r['counts'], r['info'], plot,
                              f'{Path(args.root).name}: labeled pixels per class (tail hatched)')

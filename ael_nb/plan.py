@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from .core import DatasetInfo, DataError, rank, world_size, make_generator
 from .config import Config, micro_batch_sizes
 from .registry import get_dataset
+from .exports import Rules
 from .manifests import make_manifest, load_manifest, verify_manifest, manifest_hash
 from .transforms import weak_augment
 from .cutmix import sample_classes, ClassTable
@@ -93,6 +94,8 @@ def to_device(batch: dict|None, device) -> dict|None:
 def _dataset_args(cfg: Config, split: str) -> tuple[str, str|None, dict]:
     "`get_dataset`'s name, root and keywords for `split` of the dataset `cfg.data` names (synthetic: no files)."
     d = cfg.data
+    if d.dataset == 'folder':      # an export in the folder is read by the data section's rules
+        return 'folder', d.root, dict(split=split, rules=Rules(overlap=d.overlap, crowd=d.crowd, empty=d.empty))
     if d.dataset != 'synthetic': return d.dataset, d.root, dict(split=split)
     kw = dict(split=split, size=tuple(d.synthetic_size))
     if split == d.train_split and d.synthetic_n is not None: kw['n'] = d.synthetic_n

@@ -78,6 +78,12 @@ def _yaml_syntax(r):
     return 'classes.yaml', "not valid YAML: expected ',' or ']', but got '<stream end>' at line 2 column 1"
 
 
+def _grey_rgb_bad_value(r):      # read as ids, the values of no class named as such
+    m = ids_mask(); m[0, :3] = 7; Image.fromarray(np.dstack([m] * 3)).save(r / 'labels/town0/002.png')
+    return 'labels/town0/002.png', ('a 3-channel grey PNG (R = G = B) read as class ids: label values 7 (3 px) are not class '
+                                    'ids (0..2) nor the ignore value 255')
+
+
 def binary_folder(r, fg=255):
     "write_folder's masks as a binary tool saves them: background 0, c1's box `fg` (48 px a mask), nothing ignored."
     (r / 'classes.yaml').write_text('classes: [background, crack]\n')
@@ -98,7 +104,8 @@ def _mask_suffix(r):             # one line for the 4 masks, not a line each
 
 ERRORS = dict(val_without_mask=_val_without_mask, jpeg_mask=_jpeg_mask, alpha_used=_alpha_used, palette_disagrees=_palette_disagrees,
               grey16_image=_grey16_image, float_image=_float_image, value_in_gap=_value_in_gap, yaml_tag=_yaml_tag,
-              yaml_key_twice=_yaml_key_twice, yaml_syntax=_yaml_syntax, binary_0_255=_binary_0_255, mask_suffix=_mask_suffix)
+              yaml_key_twice=_yaml_key_twice, yaml_syntax=_yaml_syntax, binary_0_255=_binary_0_255, mask_suffix=_mask_suffix,
+              grey_rgb_bad_value=_grey_rgb_bad_value)
 
 
 @pytest.mark.parametrize('case', ERRORS)
@@ -171,6 +178,11 @@ def _csv_without_header(r):      # its first row is a class, not a header
     (r / 'classes.yaml').unlink(); (r / 'classes.csv').write_text(''.join(f'c{k},{",".join(map(str, c))}\n' for k, c in enumerate(COLOURS)))
     return CLEAN, []
 
+def _grey_rgb_ids(r):           # ids saved as a 3-channel grey PNG (R = G = B), as OpenCV's imwrite of a grey mask
+    for p in [*(r / 'labels').rglob('*.png'), *(r / 'val/labels').rglob('*.png')]:
+        Image.fromarray(np.dstack([np.array(Image.open(p))] * 3)).save(p)
+    return CLEAN, []
+
 def _binary_fixed(r):            # the classes.yaml the binary line gives: the foreground counted as crack
     binary_folder(r)
     line = check_folder(r)['problems'][0]
@@ -191,7 +203,7 @@ READ_RIGHT = dict(upper_case_suffix=_upper_case_suffix, rgba_opaque=_rgba_opaque
                   palette_of_greys=_palette_of_greys, rgb16_image=_rgb16_image, exif_turned=_exif_turned,
                   ids_with_gaps=_ids_with_gaps, null_gap=_null_gap, csv_header=_csv_header, csv_without_header=_csv_without_header,
                   binary_fixed=_binary_fixed, binary_0_1=_binary_0_1, mask_suffix_given=_mask_suffix_given,
-                  nested_subfolders=_nested_subfolders)
+                  nested_subfolders=_nested_subfolders, grey_rgb_ids=_grey_rgb_ids)
 
 
 @pytest.mark.parametrize('case', READ_RIGHT)
