@@ -8,7 +8,7 @@ the authors' 10x head learning rate."""
 from __future__ import annotations
 import os, re, socket, threading, warnings
 from contextlib import contextmanager, nullcontext
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from urllib.parse import urlsplit
 import torch
@@ -21,7 +21,7 @@ from torchvision.models import resnet
 from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.models.segmentation.fcn import FCNHead
 from .core import DataError, is_main, unseal
-from .dpt import DINOV2, DPT
+from .dpt import DINOV2, DPT, resize
 
 # %% auto #0
 __all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'DINOV2_UNUSED', 'resnet_backbone', 'conv_bn_relu',
@@ -114,13 +114,17 @@ def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
                     size,              # (h, w) of the result
                     # two matrix products (deterministic backward on CUDA), else `F.interpolate`
                     deterministic: bool = False,
+                    # the corner pixels' centres aligned (UniMatch V1's DeepLabv3+), else half-pixel centres
+                    align_corners: bool = False,
                    ) -> torch.Tensor:  # [B,C,h,w]
-    "Bilinear resizing (`align_corners=False`); `deterministic`: as products with `interp_matrix`."
-    if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
+    "Bilinear resizing; `deterministic`: as products with `interp_matrix` (`resize_matrix` with `align_corners`)."
+    if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=align_corners)
     (H, W), (h, w) = x.shape[-2:], size
     nhwc = x.is_contiguous(memory_format=torch.channels_last)                            # `model.channels_last`
-    y = x @ interp_matrix(W, w, x.device, x.dtype).T                                    # [B,C,H,w]
-    y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
+    if align_corners: y = resize(x, size, align_corners=True, deterministic=True)
+    else:
+        y = x @ interp_matrix(W, w, x.device, x.dtype).T                                # [B,C,H,w]
+        y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
     # as `F.interpolate` lays it out
     return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)
 
@@ -136,7 +140,8 @@ class DeepLabV3Plus(nn.Module):
                  dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
                  head_channels: int = 256,        # channels of the ASPP and the decoder (DeepLabv3+: 256)
                  checkpointing: bool = False,     # training: recompute each residual block in the backward pass
-                 deterministic: bool = False):    # resize with `resize_bilinear`'s products (deterministic on CUDA)
+                 deterministic: bool = False,     # resize with `resize_bilinear`'s products (deterministic on CUDA)
+                 align_corners: bool = False):    # upsample with aligned corners (UniMatch V1's DeepLabv3+)
         super().__init__()
         net = resnet_backbone(backbone, output_stride, deep_stem)
         e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
@@ -150,6 +155,7 @@ class DeepLabV3Plus(nn.Module):
         self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
         self.num_classes, self.output_stride, self.deep_stem = num_classes, output_stride, deep_stem
         self.backbone_name, self.checkpointing, self.deterministic = backbone, checkpointing, deterministic
+        self.align_corners = align_corners
         if pretrained is not None: load_pretrained(self, pretrained)
 
 # %% ../nbs/05_model.ipynb #c025e662
@@ -181,9 +187,8 @@ def features(self: DeepLabV3Plus, x) -> dict:
 @patch
 def decode(self: DeepLabV3Plus, low, high, size) -> torch.Tensor:
     "Logits at `size` from the backbone's `low` and `high` maps: ASPP, decoder, classifier."
-    low = self.reduce(low)
-    y = torch.cat([resize_bilinear(self.aspp(high), low.shape[-2:], self.deterministic), low], 1)
-    return resize_bilinear(self.classifier(self.decoder(y)), size, self.deterministic)
+    low, up = self.reduce(low), partial(resize_bilinear, deterministic=self.deterministic, align_corners=self.align_corners)
+    return up(self.classifier(self.decoder(torch.cat([up(self.aspp(high), low.shape[-2:]), low], 1))), size)
 
 # %% ../nbs/05_model.ipynb #80f9154e
 @patch
@@ -196,7 +201,7 @@ def forward(self: DeepLabV3Plus, x,
         both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
         out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
     if self.aux_classifier is not None and self.training:
-        out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic)
+        out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic, self.align_corners)
     return out
 
 # %% ../nbs/05_model.ipynb #43249200
