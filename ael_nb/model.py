@@ -56,8 +56,10 @@ def _deep_stem(net: resnet.ResNet):
     net.conv1 = nn.Sequential(conv(3, 64, 2), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
                               conv(64, 64), nn.BatchNorm2d(64), nn.ReLU(inplace=True), conv(64, 128))
     net.bn1 = nn.BatchNorm2d(128)
-    net.inplanes = 128
+    # `_make_layer` dilates by `net.dilation`, which the constructor left at layer4's: layer1 is built undilated
+    net.inplanes, dilation, net.dilation = 128, net.dilation, 1
     net.layer1 = net._make_layer(type(net.layer1[0]), 64, len(net.layer1))
+    net.dilation = dilation
     _kaiming([*net.conv1.modules(), *net.layer1.modules()])
 
 # %% ../nbs/05_model.ipynb #5567a8d2
