@@ -15,7 +15,7 @@ from .model import DeepLabV3Plus
 
 # %% auto #0
 __all__ = ['CODEBASES', 'WRAPPERS', 'RESNET_DEPTH', 'V1_KEYS', 'V2_UNUSED', 'read_released', 'Released', 'identify', 'describe',
-           'v1_to_kit', 'v2_to_kit', 'released_model']
+           'v1_to_kit', 'v2_to_kit', 'released_model', 'whole_model']
 
 # %% ../nbs/15a_released.ipynb #35f13798
 CODEBASES = dict(unimatch_v2='UniMatch V2', unimatch='UniMatch V1', u2pl='U2PL')
@@ -48,6 +48,9 @@ class Released:
     codebase: str     # a key of `CODEBASES`
     backbone: str     # 'dinov2_s', 'resnet101', ...; else what the file holds, in words
     num_classes: int
+
+    @property
+    def name(self) -> str: return f"{CODEBASES[self.codebase]}'s model"
 
     def __str__(self):
         net = 'DINOv2 + DPT' if self.codebase == 'unimatch_v2' else 'DeepLabv3+' if self.codebase == 'unimatch' else 'model'
@@ -137,3 +140,13 @@ def released_model(path,                    # the released checkpoint
             [f"{len(shapes)} of another shape ({'; '.join(shapes[:2])})"] * bool(shapes)))
     model.load_state_dict(kit)
     return model.eval(), r
+
+def whole_model(path,           # a file given as `model.pretrained`
+                backbone: str,  # the preset's `model.backbone`
+               ) -> str | None:
+    "What `path` holds when it is a whole released model whose backbone is not `backbone` (one line), else None."
+    try: r = identify(read_released(path))
+    except DataError: return None
+    if r is None or r.backbone == backbone: return None
+    return (f"holds a whole model, {r}, not weights for model.backbone={backbone}: evaluate it with "
+            f"ael-eval {Path(path).name} --from {r.codebase}, or train on its backbone with model.backbone={r.backbone}")
