@@ -10,7 +10,7 @@ import torch
 import ael_nb.released as released
 from ael_nb.core import DataError
 from ael_nb.dpt import DPT
-from ael_nb.model import DeepLabV3Plus
+from ael_nb.plan import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location('released_golden', ROOT / 'tools' / 'released_golden.py')
@@ -139,8 +139,7 @@ def test_a_released_model_given_as_a_resnet_backbone_is_one_line(capsys, tmp_pat
     "A V2 model as `model.pretrained` of the ResNet-18 cpu preset: what it holds, before step 1."
     from ael_nb.cli import ael_train
     v2 = v2_file(tmp_path / 'v2.pth', wrap=lambda sd: sd)
-    rc, out, err = inproc(capsys, ael_train, '--preset', 'cpu', f'model.pretrained={v2}', 'optim.iters=1',
-                          f'run.out={tmp_path / "runs"}', 'run.threads=1')
+    rc, out, err = inproc(capsys, ael_train, '--preset', 'cpu', f'model.pretrained={v2}', *TINY, f'run.out={tmp_path / "runs"}')
     assert rc == 2 and err.count('\n') == 1, err
     assert (f"{v2}: holds a whole model, UniMatch V2's DINOv2 + DPT on dinov2_tiny, 10 classes, not weights for "
             "model.backbone=resnet18: evaluate it with ael-eval v2.pth --from unimatch_v2, or train on its backbone "
