@@ -543,6 +543,8 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument('checkpoint', help='latest.pth or best.pth of a run, or a released model (--from)')
     p.add_argument('--from', dest='codebase', choices=list(CODEBASES),
                    help="the checkpoint is a whole model released by this codebase; --dataset says what it is evaluated on")
+    p.add_argument('--output-stride', type=int, choices=[8, 16], default=16,
+                   help="a released ResNet's output stride, which its weights do not hold (default 16, as UniMatch V1's configs)")
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'], help='which network (auto: teacher if any)')
     p.add_argument('--protocol', choices=PROTOCOLS, help="'whole', 'center' or 'sliding' (default: the run's)")
     p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help='sliding window')
@@ -606,8 +608,8 @@ def released_setup(args, device) -> tuple:
     preset = next((n for n in (f'{args.dataset}-{args.codebase}', args.dataset) if n in PRESETS), None) or next(
         (n for n in PRESETS if get_preset(n).data.dataset == args.dataset), None)
     cfg = get_config(preset or 'cpu', overrides=[f'data.dataset={args.dataset}'])
-    model, r = released_model(args.checkpoint, args.codebase, cfg.model.output_stride)
-    cfg.model.backbone = r.backbone
+    model, r = released_model(args.checkpoint, args.codebase, args.output_stride)
+    cfg.model.backbone, cfg.model.output_stride = r.backbone, args.output_stride
     if args.codebase in PROTOCOLS: cfg.eval.protocol = args.codebase    # the codebase's own evaluation
     return model.to(device), r, cfg, str(r)
 

@@ -112,7 +112,7 @@ def v2_to_kit(sd: dict) -> dict:
 # %% ../nbs/15a_released.ipynb #f36e0908
 def released_model(path,                    # the released checkpoint
                    codebase: str,           # a key of `CODEBASES`: whose layout `path` should be in (`--from`)
-                   output_stride: int = 16, # a ResNet's (not in the weights): V1's VOC configs 16, Cityscapes 8
+                   output_stride: int = 16, # a ResNet's (not in the weights): V1's configs 16
                   ) -> tuple[nn.Module, Released]:
     "The kit's network (eval mode) holding the released model at `path`, and what the file holds; one line when it does not fit."
     if codebase not in CODEBASES: raise ValueError(f"--from {codebase!r}: expected one of {list(CODEBASES)}")

@@ -28,9 +28,9 @@ CASES = [  # (codebase, name, what that codebase builds, inputs, relative tolera
     ('unimatch_v2', 'dinov2_s_voc', "DPT('small', nclass=5) on DINOv2 ViT-S/14, as configs/pascal.yaml builds it",
      dict(seed=0, size=[98, 140], output_stride=16), 1e-4),
     ('unimatch', 'resnet50_os16', "DeepLabV3Plus on resnet50, replace_stride_with_dilation [F, F, T], dilations "
-     "[6, 12, 18] (configs/pascal.yaml's settings)", dict(seed=1, size=[65, 97], output_stride=16), 1e-4),
+     "[6, 12, 18] (configs/pascal.yaml's and configs/cityscapes.yaml's settings)", dict(seed=1, size=[65, 97], output_stride=16), 1e-4),
     ('unimatch', 'resnet50_os8', "DeepLabV3Plus on resnet50, replace_stride_with_dilation [F, T, T], dilations "
-     "[12, 24, 36] (configs/cityscapes.yaml's settings)", dict(seed=2, size=[57, 83], output_stride=8), 1e-4),
+     "[12, 24, 36] (output stride 8, the setting of V1's first arXiv version)", dict(seed=2, size=[57, 83], output_stride=8), 1e-4),
 ]
 
 def golden_path(codebase: str, out_dir=ROOT / 'tests' / 'golden') -> Path: return Path(out_dir) / f'released_{codebase}.json'
