@@ -59,6 +59,15 @@ def test_the_figures_tell_v1s_resize_and_channel_order_apart(tmp_path, monkeypat
     assert kit()
 
 
+@pytest.mark.parametrize('output_stride', [8, 16])
+def test_a_deep_stem_resnets_layer1_is_undilated(output_stride):
+    "V1's ResNet (and torchvision's) dilates layer3/layer4 only; the kit's 3x3 stem rebuilds layer1, at dilation 1."
+    from ael_nb.model import resnet_backbone
+    net = resnet_backbone('resnet50', output_stride, deep_stem=True)
+    dil = lambda layer: sorted({m.dilation[0] for m in layer.modules() if isinstance(m, torch.nn.Conv2d) and m.kernel_size == (3, 3)})
+    assert (dil(net.layer1), dil(net.layer2), dil(net.layer4)) == ([1], [1], [2, 4] if output_stride == 8 else [1, 2])
+
+
 def test_the_figures_tell_another_seed_apart(tmp_path):
     c = case('unimatch_v2', 'dinov2_s_voc')
     assert rg.differ(rg.kit_logits('unimatch_v2', c['keys'], {**c['inputs'], 'seed': 7}, tmp_path), c['logits'], c['rtol'])
