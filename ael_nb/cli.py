@@ -20,6 +20,7 @@ from .evaluate import PROTOCOLS, evaluate, predict_labels
 from .train import ESTIMATE_AFTER, about_minutes, train
 from .plan import make_dataset
 from .state import load_model
+from .released import CODEBASES, released_model
 from .faults import RunStopped, under_launcher, report_status
 from .runlog import markdown_table, results_table
 from .draws import STORED, closing_summary, find_reference, find_twin, plot_vs_supervised
@@ -27,8 +28,8 @@ from .draws import STORED, closing_summary, find_reference, find_twin, plot_vs_s
 # %% auto #0
 __all__ = ['FLAGS', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'measured_time',
            'guarded', 'check_device', 'ael_train', 'next_steps', 'max_size_of', 'eval_parser', 'check_protocol',
-           'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval', 'predict_parser',
-           'predict_inputs', 'ael_predict']
+           'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval', 'released_setup',
+           'predict_parser', 'predict_inputs', 'ael_predict']
 
 # %% ../nbs/23_cli.ipynb #d1c1a120
 def train_parser() -> argparse.ArgumentParser:
@@ -207,7 +208,11 @@ def max_size_of(args: argparse.Namespace, cfg) -> int|None:
 
 def eval_parser() -> argparse.ArgumentParser:
     p = Parser(prog='ael-eval', description="Evaluate a checkpoint (per-class IoU, mIoU, head/tail mIoU).")
-    p.add_argument('checkpoint', help='latest.pth or best.pth of a run')
+    p.add_argument('checkpoint', help='latest.pth or best.pth of a run, or a released model (--from)')
+    p.add_argument('--from', dest='codebase', choices=list(CODEBASES),
+                   help="the checkpoint is a whole model released by this codebase; --dataset says what it is evaluated on")
+    p.add_argument('--output-stride', type=int, choices=[8, 16], default=16,
+                   help="a released ResNet's output stride, which its weights do not hold (default 16, as UniMatch V1's configs)")
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'], help='which network (auto: teacher if any)')
     p.add_argument('--protocol', choices=PROTOCOLS, help="'whole', 'center' or 'sliding' (default: the run's)")
     p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help='sliding window')
@@ -265,11 +270,23 @@ def ael_eval(argv=None):
     args = parse(eval_parser(), argv)
     return guarded('ael-eval', args.debug, lambda: _eval(args))
 
+def released_setup(args, device) -> tuple:
+    "`--from`: the network read from a released checkpoint, what it holds, and the dataset's preset of that codebase (else the dataset's own)."
+    if not args.dataset: raise ValueError(f"--from {args.codebase} needs --dataset (a released checkpoint names no dataset), e.g. --dataset voc")
+    preset = next((n for n in (f'{args.dataset}-{args.codebase}', args.dataset) if n in PRESETS), None) or next(
+        (n for n in PRESETS if get_preset(n).data.dataset == args.dataset), None)
+    cfg = get_config(preset or 'cpu', overrides=[f'data.dataset={args.dataset}'])
+    model, r = released_model(args.checkpoint, args.codebase, args.output_stride)
+    cfg.model.backbone, cfg.model.output_stride = r.backbone, args.output_stride
+    if args.codebase in PROTOCOLS: cfg.eval.protocol = args.codebase    # the codebase's own evaluation
+    return model.to(device), r, cfg, str(r)
+
 def _eval(args):
     if args.json and Path(args.json).is_dir(): raise DataError(args.json, 'is a folder; --json takes a file name')
     if args.save_dir and Path(args.save_dir).exists() and not Path(args.save_dir).is_dir(): raise DataError(args.save_dir, 'is a file; --save-dir takes a folder')
     device = check_device(args.device)
-    model, info, cfg, which = load_model(args.checkpoint, args.model, device)
+    if args.codebase: model, info, cfg, which = released_setup(args, device)
+    else: model, info, cfg, which = load_model(args.checkpoint, args.model, device)
     e = cfg.eval
     proto, window, stride, crop = args.protocol or e.protocol, tuple(args.window or e.window), tuple(args.stride or e.stride), tuple(args.crop or e.crop)
     check_protocol(args, proto, window, stride)
@@ -286,7 +303,7 @@ def _eval(args):
     t0, cap = time.time(), max_size_of(args, cfg)
     cm = evaluate(model, ds, ds.info, proto, window, stride, crop, args.max_images, progress=True, on_prediction=save, max_size=cap)
     s = cm.summary(ds.info)
-    print(f"{args.checkpoint}: {which} of a {cfg.method.name} run, {proto} evaluation on {ds.info.name} {args.split or cfg.data.val_split} "
+    print(f"{args.checkpoint}: {which if args.codebase else f'{which} of a {cfg.method.name} run'}, {proto} evaluation on {ds.info.name} {args.split or cfg.data.val_split} "
           f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)\n")
     print(markdown_table(results_table({which: cm}, ds.info)))
     print(f"mIoU {100 * s['miou']:.1f}  head {100 * s['head_miou']:.1f}  tail {100 * s['tail_miou']:.1f}  pixel acc {100 * s['pixel_acc']:.1f}")

@@ -668,8 +668,13 @@ def validate(cfg: Config) -> Config:
         bad.append(f"data.crop_size={tuple(cfg.data.crop_size)!r} must be multiples of 14 for "
                    f"model.backbone={cfg.model.backbone} (the ViT's 14-pixel patches), e.g. (518, 518)")
     if not bad and cfg.model.backbone in DINOV2 and framework(cfg.method) == 'unimatch':
-        bad.append(f"method unimatch perturbs DeepLabv3+'s features (fp), which model.backbone={cfg.model.backbone} "
-                   "does not have: its DPT perturbs by complementary channel dropout (UniMatch V2)")
+        bad.append(f"method unimatch perturbs DeepLabv3+'s features (fp), which model.backbone={cfg.model.backbone} (a DPT) "
+                   "does not have: set model.backbone=resnet50 (resnet18 on a CPU), or use method unimatch_v2, the DPT's "
+                   "complementary channel dropout")
+    if not bad and cfg.model.backbone not in DINOV2 and framework(cfg.method) == 'unimatch_v2':
+        bad.append(f"method unimatch_v2 perturbs a DINOv2 DPT by complementary channel dropout, which "
+                   f"model.backbone={cfg.model.backbone} (DeepLabv3+) does not have: set model.backbone=dinov2_s "
+                   "(dinov2_tiny on a CPU), or use method unimatch, DeepLabv3+'s feature perturbation")
     if not bad: bad += _method_checks(cfg.method)
     if bad: raise ValueError('invalid configuration: ' + '; '.join(bad))
     return cfg

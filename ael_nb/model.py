@@ -8,7 +8,7 @@ the authors' 10x head learning rate."""
 from __future__ import annotations
 import os, re, socket, threading, warnings
 from contextlib import contextmanager, nullcontext
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from urllib.parse import urlsplit
 import torch
@@ -21,7 +21,7 @@ from torchvision.models import resnet
 from torchvision.models._utils import IntermediateLayerGetter
 from torchvision.models.segmentation.fcn import FCNHead
 from .core import DataError, is_main, unseal
-from .dpt import DINOV2, DPT
+from .dpt import DINOV2, DPT, resize
 
 # %% auto #0
 __all__ = ['RESNETS', 'STEM_KEYS', 'IMAGENET_WEIGHTS', 'PRETRAINED_HELP', 'DINOV2_UNUSED', 'resnet_backbone', 'conv_bn_relu',
@@ -56,8 +56,10 @@ def _deep_stem(net: resnet.ResNet):
     net.conv1 = nn.Sequential(conv(3, 64, 2), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
                               conv(64, 64), nn.BatchNorm2d(64), nn.ReLU(inplace=True), conv(64, 128))
     net.bn1 = nn.BatchNorm2d(128)
-    net.inplanes = 128
+    # `_make_layer` dilates by `net.dilation`, which the constructor left at layer4's: layer1 is built undilated
+    net.inplanes, dilation, net.dilation = 128, net.dilation, 1
     net.layer1 = net._make_layer(type(net.layer1[0]), 64, len(net.layer1))
+    net.dilation = dilation
     _kaiming([*net.conv1.modules(), *net.layer1.modules()])
 
 # %% ../nbs/05_model.ipynb #5567a8d2
@@ -114,13 +116,17 @@ def resize_bilinear(x: torch.Tensor,  # [B,C,H,W]
                     size,              # (h, w) of the result
                     # two matrix products (deterministic backward on CUDA), else `F.interpolate`
                     deterministic: bool = False,
+                    # the corner pixels' centres aligned (UniMatch V1's DeepLabv3+), else half-pixel centres
+                    align_corners: bool = False,
                    ) -> torch.Tensor:  # [B,C,h,w]
-    "Bilinear resizing (`align_corners=False`); `deterministic`: as products with `interp_matrix`."
-    if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=False)
+    "Bilinear resizing; `deterministic`: as products with `interp_matrix` (`resize_matrix` with `align_corners`)."
+    if not deterministic: return F.interpolate(x, size=size, mode='bilinear', align_corners=align_corners)
     (H, W), (h, w) = x.shape[-2:], size
     nhwc = x.is_contiguous(memory_format=torch.channels_last)                            # `model.channels_last`
-    y = x @ interp_matrix(W, w, x.device, x.dtype).T                                    # [B,C,H,w]
-    y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
+    if align_corners: y = resize(x, size, align_corners=True, deterministic=True)
+    else:
+        y = x @ interp_matrix(W, w, x.device, x.dtype).T                                # [B,C,H,w]
+        y = (y.transpose(-1, -2) @ interp_matrix(H, h, x.device, x.dtype).T).transpose(-1, -2)
     # as `F.interpolate` lays it out
     return y.contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format)
 
@@ -136,7 +142,8 @@ class DeepLabV3Plus(nn.Module):
                  dropout: float = 0.1,            # channel dropout in the ASPP and the decoder
                  head_channels: int = 256,        # channels of the ASPP and the decoder (DeepLabv3+: 256)
                  checkpointing: bool = False,     # training: recompute each residual block in the backward pass
-                 deterministic: bool = False):    # resize with `resize_bilinear`'s products (deterministic on CUDA)
+                 deterministic: bool = False,     # resize with `resize_bilinear`'s products (deterministic on CUDA)
+                 align_corners: bool = False):    # upsample with aligned corners (UniMatch V1's DeepLabv3+)
         super().__init__()
         net = resnet_backbone(backbone, output_stride, deep_stem)
         e = net.layer1[0].expansion  # 1 for ResNet-18/34, 4 for ResNet-50/101
@@ -150,6 +157,7 @@ class DeepLabV3Plus(nn.Module):
         self.aux_classifier = FCNHead(256 * e, num_classes) if aux else None
         self.num_classes, self.output_stride, self.deep_stem = num_classes, output_stride, deep_stem
         self.backbone_name, self.checkpointing, self.deterministic = backbone, checkpointing, deterministic
+        self.align_corners = align_corners
         if pretrained is not None: load_pretrained(self, pretrained)
 
 # %% ../nbs/05_model.ipynb #c025e662
@@ -181,9 +189,8 @@ def features(self: DeepLabV3Plus, x) -> dict:
 @patch
 def decode(self: DeepLabV3Plus, low, high, size) -> torch.Tensor:
     "Logits at `size` from the backbone's `low` and `high` maps: ASPP, decoder, classifier."
-    low = self.reduce(low)
-    y = torch.cat([resize_bilinear(self.aspp(high), low.shape[-2:], self.deterministic), low], 1)
-    return resize_bilinear(self.classifier(self.decoder(y)), size, self.deterministic)
+    low, up = self.reduce(low), partial(resize_bilinear, deterministic=self.deterministic, align_corners=self.align_corners)
+    return up(self.classifier(self.decoder(torch.cat([up(self.aspp(high), low.shape[-2:]), low], 1))), size)
 
 # %% ../nbs/05_model.ipynb #80f9154e
 @patch
@@ -196,7 +203,7 @@ def forward(self: DeepLabV3Plus, x,
         both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
         out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
     if self.aux_classifier is not None and self.training:
-        out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic)
+        out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic, self.align_corners)
     return out
 
 # %% ../nbs/05_model.ipynb #43249200
@@ -356,6 +363,11 @@ def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
     return path
 
 # %% ../nbs/05_model.ipynb #08a28084
+def _whole(path, backbone: str) -> str | None:
+    "What `path` holds if it is another codebase's whole model of another backbone (`ael_nb.released.whole_model`)."
+    from ael_nb.released import whole_model   # that module builds on this one
+    return whole_model(path, backbone)
+
 def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` or a `DPT` (`load_dinov2`), possibly DDP-wrapped
                     pretrained,        # 'imagenet', 'auto', a checkpoint path, or None / 'none' (random weights)
                    ) -> Path | None:   # the file loaded
@@ -373,7 +385,7 @@ def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` or a `DPT` (`load_din
         path = imagenet_checkpoint(m.backbone_name)
     else: path = Path(pretrained)   # a Path from 'auto', or one given
     try: missing, _ = load_backbone(m, path)
-    except DataError as e: raise DataError(path, f"{e.problem}; {PRETRAINED_HELP}") from e
+    except DataError as e: raise DataError(path, _whole(path, m.backbone_name) or f"{e.problem}; {PRETRAINED_HELP}") from e
     if missing and all(k.startswith(STEM_KEYS) for k in missing):
         has, other = (('the 3x3 deep stem (model.deep_stem=true)', 'false') if m.deep_stem else
                       ("torchvision's 7x7 stem (model.deep_stem=false)", 'true'))
@@ -421,7 +433,7 @@ def load_dinov2(model: nn.Module,  # a `DPT` (possibly DDP-wrapped)
     if _scratch(pretrained): return None
     path = Path(pretrained)
     try: missing, unexpected = load_backbone(m, path)
-    except DataError as e: raise DataError(path, f"{e.problem}; {dinov2_help(m.arch)}") from e
+    except DataError as e: raise DataError(path, _whole(path, m.arch) or f"{e.problem}; {dinov2_help(m.arch)}") from e
     unexpected = [k for k in unexpected if k not in DINOV2_UNUSED and not k.startswith('head.')]
     if missing or unexpected:
         keys = lambda ks: ', '.join(ks[:4]) + (', ...' if len(ks) > 4 else '')

@@ -132,7 +132,8 @@ def v2_steps(repo, epoch: int, epochs: int) -> list[dict]:
 def kit_state(epochs: int, overrides=()) -> TrainState:
     "A `TrainState` on the kit's tiny DPT at V2's settings (as `voc-unimatch_v2` sets them) and the golden setting."
     s = SETTING
-    cfg = get_config('cpu', overrides=['method.name=unimatch_v2', 'optim.optimizer=adamw', f"optim.lr={s['lr']}",
+    cfg = get_config('cpu', overrides=['method.name=unimatch_v2', 'model.backbone=dinov2_tiny', 'data.crop_size=28',
+                                       'optim.optimizer=adamw', f"optim.lr={s['lr']}",
                                        f"optim.head_lr_mult={s['lr_multi']}", 'optim.weight_decay=0.01',
                                        'optim.lr_lag=1', f"optim.iters={s['epoch_len'] * epochs}", 'optim.sup_loss=ce',
                                        'method.ema_decay=0.996', f"method.conf_thresh={s['conf_thresh']}",
