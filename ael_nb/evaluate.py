@@ -26,21 +26,23 @@ PROTOCOLS = ('kit', 'ael', 'unimatch_v2', 'unimatch', 'u2pl')
 @dataclass(frozen=True)
 class Protocol:
     "How one codebase turns an image into the scores it takes the arg-max of: each way it differs from the kit's."
-    windows: str = 'edge'         # 'edge': every stride, the last window flush with the border; 'v2', 'v1' (`window_spans`)
+    source: str = "the kit's own"  # whose code, as `ael-eval` names it
+    windows: str = 'edge'         # 'edge': every stride, the last flush with the border; 'v2', 'v1' (`window_spans`)
     pad: str = 'end'              # an image smaller than the window: zeros after it ('end'), around it ('centre'), none
     average: str = 'mean'         # overlapping windows: the 'mean' or the 'sum' of their scores
-    whole_scores: str = 'softmax' # a whole image's scores, resized back and summed over scales: 'softmax' or 'logits'
-    window_scores: str = 'softmax' # a window's scores: 'softmax' or 'logits'
+    whole_scores: str = 'softmax'  # a whole image's scores, resized back and summed over scales: 'softmax' or 'logits'
+    window_scores: str = 'softmax'  # a window's scores: 'softmax' or 'logits'
     align_corners: bool = False   # the bilinear resizes of images and scores
     modes: tuple[str, ...] = MODES  # the modes its evaluation offers
 
 PROTOCOL = dict(
     kit=Protocol(),
-    ael=Protocol(pad='centre', align_corners=True, modes=('whole', 'sliding')),
-    unimatch_v2=Protocol(windows='v2', pad='none', average='sum', whole_scores='logits', align_corners=True,
-                         modes=('whole', 'sliding')),
-    unimatch=Protocol(windows='v1', pad='none', average='sum', whole_scores='logits', modes=('whole', 'sliding')),
-    u2pl=Protocol(pad='centre', whole_scores='logits', window_scores='logits', align_corners=True,
+    ael=Protocol('SemiSeg-AEL eval.py', pad='centre', align_corners=True, modes=('whole', 'sliding')),
+    unimatch_v2=Protocol('UniMatch V2 supervised.evaluate', windows='v2', pad='none', average='sum',
+                         whole_scores='logits', align_corners=True, modes=('whole', 'sliding')),
+    unimatch=Protocol('UniMatch V1 supervised.evaluate', windows='v1', pad='none', average='sum',
+                      whole_scores='logits', modes=('whole', 'sliding')),
+    u2pl=Protocol('U2PL eval.py', pad='centre', whole_scores='logits', window_scores='logits', align_corners=True,
                   modes=('whole', 'sliding')),
 )
 
@@ -238,8 +240,8 @@ def evaluate(model,                     # segmenter returning dict(out=logits); 
              scales=(1.0,), base_size: int|None = None, multiple: int|None = None,  # as `predict`
             ) -> ConfusionMatrix:
     "Confusion matrix of `model` on `dataset`, each rank predicting a shard, summed over ranks."
-    if mode not in protocol_of(protocol).modes:
-        raise ValueError(f"eval.mode={mode!r} is not one of protocol {protocol!r}'s modes {protocol_of(protocol).modes}")
+    if mode not in (modes := protocol_of(protocol).modes):
+        raise ValueError(f"eval.mode={mode!r} is not one of protocol {protocol!r}'s modes {modes}")
     net = unwrap(model); was_training = net.training; net.eval()
     device = next(net.parameters()).device
     n = len(dataset) if max_images is None else min(max_images, len(dataset))
