@@ -171,7 +171,7 @@ def _train(args):
     if not main: return 0
     if 'table' in s:
         print(f"\n{s['method']} ({s['preset']} preset, {'fp32' if s['amp'] == 'none' else s['amp']}), {s['it']} steps in {s['time_s']:.0f} s, split {s['manifest']} ({s['manifest_hash']})")
-        print(f"per-class IoU (%), {cfg.eval.protocol} evaluation on {cfg.data.dataset} {cfg.data.val_split}:\n")
+        print(f"per-class IoU (%), {cfg.eval.mode} evaluation (protocol {cfg.eval.protocol}) on {cfg.data.dataset} {cfg.data.val_split}:\n")
         print(s['table'])
         for name, m in s['last'].items():
             print(f"{name:8s} mIoU {100 * m['miou']:.1f}  head {100 * m['head_miou']:.1f}  tail {100 * m['tail_miou']:.1f}")
@@ -621,9 +621,10 @@ def _eval(args):
     t0, cap = time.time(), max_size_of(args, cfg)
     cm = evaluate(model, ds, ds.info, mode, window, stride, crop, args.max_images, progress=True, on_prediction=save, max_size=cap, **settings)
     s = cm.summary(ds.info)
-    print(f"{args.checkpoint}: {which} of a {cfg.method.name} run, {mode} evaluation, protocol {proto} ({protocol_of(proto).source}"
-          f"{''.join(f', {k} {v}' for k, v in settings.items() if k != 'protocol' and v not in (None, (1.0,)))}) on {ds.info.name} {args.split or cfg.data.val_split} "
-          f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)\n")
+    print(f"{args.checkpoint}: {which} of a {cfg.method.name} run, {mode} evaluation on {ds.info.name} {args.split or cfg.data.val_split} "
+          f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)")
+    extra = ''.join(f', {k} {v}' for k, v in settings.items() if k != 'protocol' and v not in (None, (1.0,)))
+    print(f"protocol {proto}: {protocol_of(proto).source}{extra}\n")
     print(markdown_table(results_table({which: cm}, ds.info)))
     print(f"mIoU {100 * s['miou']:.1f}  head {100 * s['head_miou']:.1f}  tail {100 * s['tail_miou']:.1f}  pixel acc {100 * s['pixel_acc']:.1f}")
     if args.save_dir: print(f"{len(names)} prediction maps written to {args.save_dir}")

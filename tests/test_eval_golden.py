@@ -74,7 +74,8 @@ CHANGES = [
     ('unimatch_v2_original', 'align_corners'), ('unimatch_v2_original', 'multiple=None'),
     ('unimatch_v2_original', 'whole_scores'), ('unimatch_sliding', 'stride=65'), ('unimatch_sliding', 'windows'),
     ('unimatch_original', 'multiple=14'), ('u2pl_city_multiscale', 'window_scores'),
-    ('u2pl_city_multiscale', 'align_corners'), ('u2pl_city_multiscale', 'stride=64'), ('u2pl_voc', 'whole_scores'),
+    ('u2pl_city_multiscale', 'align_corners'), ('u2pl_city_multiscale', 'stride=64'),
+    ('u2pl_city_multiscale', 'base_size=None'), ('u2pl_voc', 'whole_scores'),
 ]
 
 @pytest.mark.parametrize('case,change', CHANGES)
