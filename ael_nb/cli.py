@@ -16,7 +16,7 @@ from .config import (ANY_DEVICE, DEVICE_RE, PRESETS, Config, get_config, get_pre
                            validate, unused, valid_keys, to_dict, resolved)
 from .datasets import IMAGE_EXTS, read_image, colorize
 from .transforms import normalize
-from .evaluate import PROTOCOLS, evaluate, predict_labels
+from .evaluate import MODES, PROTOCOLS, evaluate, predict_labels, protocol_of, protocol_settings
 from .train import ESTIMATE_AFTER, about_minutes, train
 from .plan import make_dataset
 from .state import load_model
@@ -173,7 +173,7 @@ def _train(args):
     if not main: return 0
     if 'table' in s:
         print(f"\n{s['method']} ({s['preset']} preset, {'fp32' if s['amp'] == 'none' else s['amp']}), {s['it']} steps in {s['time_s']:.0f} s, split {s['manifest']} ({s['manifest_hash']})")
-        print(f"per-class IoU (%), {cfg.eval.protocol} evaluation on {cfg.data.dataset} {cfg.data.val_split}:\n")
+        print(f"per-class IoU (%), {cfg.eval.mode} evaluation (protocol {cfg.eval.protocol}) on {cfg.data.dataset} {cfg.data.val_split}:\n")
         print(s['table'])
         for name, m in s['last'].items():
             print(f"{name:8s} mIoU {100 * m['miou']:.1f}  head {100 * m['head_miou']:.1f}  tail {100 * m['tail_miou']:.1f}")
@@ -214,7 +214,8 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument('--output-stride', type=int, choices=[8, 16], default=16,
                    help="a released ResNet's output stride, which its weights do not hold (default 16, as UniMatch V1's configs)")
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'], help='which network (auto: teacher if any)')
-    p.add_argument('--protocol', choices=PROTOCOLS, help="'whole', 'center' or 'sliding' (default: the run's)")
+    p.add_argument('--protocol', choices=PROTOCOLS, help="whose evaluation: the kit's, SemiSeg-AEL's, UniMatch V2's, UniMatch V1's or U2PL's (default: the run's eval.protocol)")
+    p.add_argument('--mode', choices=MODES, help="'whole', 'center' or 'sliding' (default: the run's eval.mode)")
     p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help='sliding window')
     p.add_argument('--stride', type=positive, nargs=2, metavar=('H', 'W'), help='sliding stride')
     p.add_argument('--crop', type=positive, nargs=2, metavar=('H', 'W'), help='centre crop')
@@ -229,11 +230,11 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
-def check_protocol(args: argparse.Namespace, protocol: str, window, stride):
-    "Refuse --window/--stride/--crop that `protocol` ignores, and a stride beyond the window (pixels no window covers), as `validate` does for ael-train."
+def check_protocol(args: argparse.Namespace, protocol: str, window, stride, flag: str = 'protocol'):
+    "Refuse --window/--stride/--crop that `protocol` (the mode, given as `--flag`) ignores, and a stride beyond the window (pixels no window covers), as `validate` does for ael-train."
     need = dict(window='sliding', stride='sliding', crop='center')
-    bad = [f"--{k} is used only with --protocol {v}" for k, v in need.items() if getattr(args, k, None) is not None and protocol != v]
-    if bad: raise ValueError(f"{'; '.join(bad)} (the protocol here is {protocol})")
+    bad = [f"--{k} is used only with --{flag} {v}" for k, v in need.items() if getattr(args, k, None) is not None and protocol != v]
+    if bad: raise ValueError(f"{'; '.join(bad)} (the {flag} here is {protocol})")
     if protocol == 'sliding' and any(s > w for s, w in zip(stride, window)):
         raise ValueError(f"--stride {' '.join(map(str, stride))} exceeds --window {' '.join(map(str, window))} (the run's eval.stride/eval.window "
                          "where not given): pixels between windows would get no prediction")
@@ -288,8 +289,10 @@ def _eval(args):
     if args.codebase: model, info, cfg, which = released_setup(args, device)
     else: model, info, cfg, which = load_model(args.checkpoint, args.model, device)
     e = cfg.eval
-    proto, window, stride, crop = args.protocol or e.protocol, tuple(args.window or e.window), tuple(args.stride or e.stride), tuple(args.crop or e.crop)
-    check_protocol(args, proto, window, stride)
+    proto, mode, window, stride, crop = args.protocol or e.protocol, args.mode or e.mode, tuple(args.window or e.window), tuple(args.stride or e.stride), tuple(args.crop or e.crop)
+    check_protocol(args, mode, window, stride, 'mode')
+    if mode not in protocol_of(proto).modes: raise ValueError(f"--mode {mode} is not offered by protocol {proto} ({protocol_of(proto).source}): use {' or '.join(protocol_of(proto).modes)}")
+    settings = protocol_settings(e) | dict(protocol=proto)
     if args.dataset: cfg.data.dataset = args.dataset
     if args.data_root: cfg.data.root = args.data_root
     ds = make_dataset(cfg, args.split or cfg.data.val_split)
@@ -301,14 +304,16 @@ def _eval(args):
         ds.subset(ds.ids[:n]).check()
         save = lambda k, pred: save_prediction(pred, ds.info.palette, Path(args.save_dir) / names[ds.ids[k]])
     t0, cap = time.time(), max_size_of(args, cfg)
-    cm = evaluate(model, ds, ds.info, proto, window, stride, crop, args.max_images, progress=True, on_prediction=save, max_size=cap)
+    cm = evaluate(model, ds, ds.info, mode, window, stride, crop, args.max_images, progress=True, on_prediction=save, max_size=cap, **settings)
     s = cm.summary(ds.info)
-    print(f"{args.checkpoint}: {which if args.codebase else f'{which} of a {cfg.method.name} run'}, {proto} evaluation on {ds.info.name} {args.split or cfg.data.val_split} "
-          f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)\n")
+    print(f"{args.checkpoint}: {which if args.codebase else f'{which} of a {cfg.method.name} run'}, {mode} evaluation on {ds.info.name} {args.split or cfg.data.val_split} "
+          f"({n} images, {int(cm.mat.sum())} pixels{f', longest side at most {cap}' * bool(cap)}, {time.time() - t0:.0f} s)")
+    extra = ''.join(f', {k} {v}' for k, v in settings.items() if k != 'protocol' and v not in (None, (1.0,)))
+    print(f"protocol {proto}: {protocol_of(proto).source}{extra}\n")
     print(markdown_table(results_table({which: cm}, ds.info)))
     print(f"mIoU {100 * s['miou']:.1f}  head {100 * s['head_miou']:.1f}  tail {100 * s['tail_miou']:.1f}  pixel acc {100 * s['pixel_acc']:.1f}")
     if args.save_dir: print(f"{len(names)} prediction maps written to {args.save_dir}")
-    if args.json: atomic_write_text(args.json, json.dumps(dict(checkpoint=str(args.checkpoint), model=which, protocol=proto, **s), indent=1))
+    if args.json: atomic_write_text(args.json, json.dumps(dict(checkpoint=str(args.checkpoint), model=which, protocol=proto, mode=mode, **s), indent=1))
     return 0
 
 # %% ../nbs/23_cli.ipynb #98d274e4

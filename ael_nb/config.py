@@ -14,7 +14,8 @@ from typing import Literal
 import yaml
 import torch
 from .core import DataError, atomic_write_text, resolve_amp, resolve_channels_last, world_size
-from .paper import AUTHORS, WEAK_TO_STRONG, UNIMATCH_V2, DIFFERENCES, V2_DIFFERENCES
+from .paper import AUTHORS, WEAK_TO_STRONG, UNIMATCH_V2, DIFFERENCES, V2_DIFFERENCES, EVAL_DIFFERENCES
+from .evaluate import PROTOCOL
 from .dpt import DINOV2
 
 # %% auto #0
@@ -25,7 +26,8 @@ __all__ = ['AEL_PARTS', 'FRAMEWORKS', 'ANY_DEVICE', 'PRESETS', 'DEVICE_RE', 'RAN
            'valid_keys', 'set_key', 'apply_overrides', 'cityscapes', 'voc', 'ade20k', 'cpu', 'cpu96', 'folder',
            'validate', 'unused', 'to_dict', 'flat_items', 'from_dict', 'asked_preset', 'get_preset', 'upgrade_config',
            'read_yaml', 'save_config', 'load_config', 'get_config', 'authors', 'weak_to_strong', 'check_classes',
-           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table', 'v2_differences_table']
+           'AllBut', 'flat_settings', 'config_diff', 'preset_values', 'differences_table', 'v2_differences_table',
+           'eval_differences_table']
 
 # %% ../nbs/14_config.ipynb #477a0dc1
 @dataclass
@@ -204,8 +206,10 @@ class MethodConfig(MethodAuthorsCode, MethodAugmentation, MethodWeighting, Metho
 # %% ../nbs/14_config.ipynb #207757a9
 @dataclass
 class EvalConfig:
-    "How the validation set is predicted (single scale, Sec. 4.1)."
-    protocol: Literal['whole', 'center', 'sliding'] = 'sliding'
+    "How the validation set is predicted (single scale, Sec. 4.1), and whose code's way (`15_evaluate`)."
+    # whose evaluation: the kit's own, SemiSeg-AEL's, UniMatch V2's, V1's or U2PL's (`ael_nb.evaluate.PROTOCOL`)
+    protocol: Literal['kit', 'ael', 'unimatch_v2', 'unimatch', 'u2pl'] = 'kit'
+    mode: Literal['whole', 'center', 'sliding'] = 'sliding'  # the whole image, a centre crop, or sliding windows
     window: tuple[int, int] = (769, 769)    # sliding window (h, w)
     stride: tuple[int, int] = (513, 513)    # sliding stride (h, w)
     crop: tuple[int, int] = (513, 513)      # centre-crop size (h, w)
@@ -216,6 +220,10 @@ class EvalConfig:
     # longest side predicted: larger images scaled down, labels resized back (None: full size)
     max_size: int|None = None
     num_workers: int = 2
+    scales: tuple[float, ...] = (1.0,)      # image scales predicted, their scores summed (AEL's and U2PL's --scales)
+    # 'sliding': the longest side at scale 1 (AEL's, U2PL's --base_size: 2048 on Cityscapes; None: the image's)
+    base_size: int|None = None
+    multiple: int|None = None               # sides rounded to the nearest multiple (UniMatch V2's 14; None: as is)
 
 # %% ../nbs/14_config.ipynb #e965f64c
 @dataclass
@@ -465,6 +473,8 @@ def cityscapes() -> Config:
     c = _imagenet(Config(preset='cityscapes'))
     c.data.dataset = 'cityscapes'
     c.method.cp_exclude = (0, 1, 2, 8, 10)
+    # AEL's eval.py on Cityscapes (`validate_city`): 769 windows, stride ceil(769 x 2/3), one scale of --base_size 2048
+    c.eval.protocol, c.eval.base_size = 'ael', 2048
     return c
 
 # %% ../nbs/14_config.ipynb #9d3cdb33
@@ -475,7 +485,7 @@ def voc() -> Config:
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.001, 1e-4, 30000
     c.method.r_star, c.method.k, c.method.pl_threshold = 0.03, 1, 0.7
     c.method.cp_exclude = (0,)
-    c.eval.protocol, c.eval.crop = 'center', (513, 513)
+    c.eval.protocol, c.eval.mode = 'ael', 'whole'      # AEL's eval.py on VOC (`valiadte_whole`), one scale
     return c
 
 # %% ../nbs/14_config.ipynb #14061a82
@@ -485,7 +495,7 @@ def ade20k() -> Config:
     c.data.dataset, c.data.train_split, c.data.val_split = 'ade20k', 'training', 'validation'
     c.data.crop_size = (513, 513)
     c.optim.lr, c.optim.weight_decay, c.optim.iters = 0.01, 1e-4, 40000
-    c.eval.protocol, c.eval.window, c.eval.stride = 'sliding', (513, 513), (341, 341)
+    c.eval.mode, c.eval.window, c.eval.stride = 'sliding', (513, 513), (341, 341)
     return c
 
 # %% ../nbs/14_config.ipynb #0a285521
@@ -504,7 +514,7 @@ def cpu() -> Config:
     c.method.tau = 1 - 18 / 1600
     c.method.alpha_rampup = 1600
     c.method.acm_targets = 'half'
-    c.eval.protocol, c.eval.interval, c.eval.num_workers = 'whole', 400, 0
+    c.eval.mode, c.eval.interval, c.eval.num_workers = 'whole', 400, 0
     c.run.out, c.run.log_interval = 'runs/cpu', 10
     c.run.trace_interval = 100
     return c
@@ -606,6 +616,9 @@ RANGES.update({
                      and set(v) <= {'teacher', 'student'}),
                     "'teacher', 'student' or both (at least one, no repeats)"),
     'eval.max_images': _opt(_int(1)), 'eval.max_size': _opt(_int(1)), 'eval.num_workers': _int(0),
+    'eval.scales': ((lambda v: isinstance(v, (tuple, list)) and len(v) > 0 and _each(_num(0, lo_open=True))[0](v)),
+                    'at least one scale, each a finite number > 0'),
+    'eval.base_size': _opt(_int(1)), 'eval.multiple': _opt(_int(1)),
     'run.out': _TEXT, 'run.seed': _int(0), 'run.device': _DEVICE, 'run.stop_at': _opt(_int(1)),
     'run.log_interval': _int(1),
     'run.threads': _opt(_int(1)), 'run.trace_interval': _int(0), 'run.trace_images': _int(1),
@@ -658,6 +671,8 @@ def validate(cfg: Config) -> Config:
     if not bad and any(s > w for s, w in zip(e.stride, e.window)):
         bad.append(f"eval.stride={e.stride!r} must not exceed eval.window={e.window!r} "
                    "(pixels between windows would get no prediction)")
+    if not bad and e.mode not in (modes := PROTOCOL[e.protocol].modes):
+        bad.append(f"eval.mode={e.mode!r} is not offered by eval.protocol={e.protocol!r}: use one of {list(modes)}")
     if not bad and cfg.data.batch_size % cfg.optim.accum_steps:
         bad.append(f"data.batch_size={cfg.data.batch_size} is not divisible by "
                    f"optim.accum_steps={cfg.optim.accum_steps}")
@@ -683,12 +698,12 @@ def validate(cfg: Config) -> Config:
 # AEL's parts on whichever method uses them (None: on under 'ael', `resolved`)
 _AEL = lambda part: ((lambda c: c.method.name == 'ael' if getattr(c.method, part) is None else getattr(c.method, part)),
                      f"method.{part}=true")
-_SLIDING = (lambda c: c.eval.protocol == 'sliding'), 'eval.protocol=sliding'
+_SLIDING = (lambda c: c.eval.mode == 'sliding'), 'eval.mode=sliding'
 _SYNTHETIC = (lambda c: c.data.dataset == 'synthetic'), 'data.dataset=synthetic'
 _RESNET = (lambda c: c.model.backbone not in DINOV2), 'model.backbone=resnet*'
 USED_WHEN = {
-    'eval.window': _SLIDING, 'eval.stride': _SLIDING,
-    'eval.crop': ((lambda c: c.eval.protocol == 'center'), 'eval.protocol=center'),
+    'eval.window': _SLIDING, 'eval.stride': _SLIDING, 'eval.base_size': _SLIDING,
+    'eval.crop': ((lambda c: c.eval.mode == 'center'), 'eval.mode=center'),
     'data.synthetic_n': _SYNTHETIC, 'data.synthetic_val_n': _SYNTHETIC, 'data.synthetic_size': _SYNTHETIC,
     **{f'data.{k}': ((lambda c: c.data.dataset == 'folder'), 'data.dataset=folder')
        for k in ('overlap', 'crowd', 'empty')},                # the rules of an export read as a folder
@@ -751,7 +766,10 @@ def upgrade_config(d: dict|None) -> dict:
     def merge(default: dict, stored: dict) -> dict:
         return default | {k: merge(default[k], v) if isinstance(v, dict) and isinstance(default.get(k), dict) else v
                           for k, v in stored.items()}
-    return merge(to_dict(Config()), d or {})
+    d, e = dict(d or {}), (d or {}).get('eval')
+    if isinstance(e, dict) and e.get('protocol') in ('whole', 'center', 'sliding'):   # the mode, before the protocols
+        d['eval'] = e | dict(mode=e['protocol'], protocol='kit')
+    return merge(to_dict(Config()), d)
 
 # %% ../nbs/14_config.ipynb #5c22ff3d
 def _yaml_keys(node, path: str = ''):
@@ -914,4 +932,27 @@ def v2_differences_table() -> str:
         vals = ' / '.join(preset_values(k, names) for k in d.keys) or 'no switch'
         keys = ', '.join(f'`{k}`' for k in d.keys) or '-'
         rows.append(f"| {d.what} | {keys} | {d.code} | {d.kit} | {vals} | {d.left} |")
+    return '\n'.join(rows)
+
+# %% ../nbs/14_config.ipynb #e1a0c101
+def _values_by_preset(key: str, names) -> str:
+    "The values of `key` in the presets `names` that use it, each with the presets that take it."
+    by = {}
+    for n in names:
+        c = get_preset(n)
+        if not unused(c, [key]): by.setdefault(_shown(_get(c, key)), []).append(n)
+    return '; '.join(f"`{v}` ({', '.join(ns)})" for v, ns in by.items()) or 'unused'
+
+def eval_differences_table() -> str:
+    "Markdown table of `EVAL_DIFFERENCES`: each codebase's evaluation, the kit's own, the value of each preset of it."
+    rows = ["| difference | `eval.protocol` | key | that code does | the kit's own does | its presets take | left |",
+            '|---' * 7 + '|']
+    protocol = {n: get_preset(n).eval.protocol for n in PRESETS}
+    for d in EVAL_DIFFERENCES:
+        names = [n for n, p in protocol.items() if p in d.protocols]
+        if not names: vals = 'no preset'
+        elif d.keys: vals = ' / '.join(_values_by_preset(k, names) for k in d.keys)
+        else: vals = 'the code\'s side (' + ', '.join(names) + ')'
+        keys = ', '.join(f'`{k}`' for k in d.keys) or '`eval.protocol`'
+        rows.append(f"| {d.what} | {', '.join(d.protocols)} | {keys} | {d.code} | {d.kit} | {vals} | {d.left} |")
     return '\n'.join(rows)

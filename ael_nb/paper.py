@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['AUTHORS', 'WEAK_TO_STRONG', 'V2_SPLITS', 'UNIMATCH_V2', 'DIFFERENCES', 'V2_DIFFERENCES', 'ABLATIONS',
-           'unimatch_v2_iters', 'Difference']
+__all__ = ['AUTHORS', 'WEAK_TO_STRONG', 'V2_SPLITS', 'UNIMATCH_V2', 'DIFFERENCES', 'V2_DIFFERENCES', 'EVAL_DIFFERENCES',
+           'ABLATIONS', 'unimatch_v2_iters', 'Difference', 'EvalDifference']
 
 # %% ../nbs/14a_paper.ipynb #499c9619
 _AUTHORS_COMMON = ['method.student_forward=separate', 'method.teacher_mode=train', 'method.labeled_unsup=true',
@@ -27,15 +27,17 @@ AUTHORS = dict(cityscapes=_AUTHORS_COMMON + ['method.r_star=0.01', 'method.acm_m
 _W2S_COMMON = ['method.teacher=student', 'method.conf_thresh=0.95', 'optim.weight_decay=1e-4', 'model.aux=false',
                'data.batch_size=8']
 WEAK_TO_STRONG = dict(voc=_W2S_COMMON + ['data.crop_size=321', 'optim.lr=0.001', 'optim.head_lr_mult=10',
-                                         'optim.sup_loss=ce', 'model.output_stride=16', 'eval.protocol=whole'],
+                                         'optim.sup_loss=ce', 'model.output_stride=16', 'eval.protocol=unimatch',
+                                         'eval.mode=whole'],
                       cityscapes=_W2S_COMMON + ['data.crop_size=769', 'optim.lr=0.005', 'optim.head_lr_mult=1',
                                                 'optim.sup_loss=ohem', 'model.backbone=resnet50',
-                                                'model.output_stride=8'])
+                                                'model.output_stride=8', 'eval.protocol=unimatch',
+                                                'eval.base_size=null', 'eval.stride=512'])
 
 # %% ../nbs/14a_paper.ipynb #ff8c6544
 _V2_COMMON = ['method.name=unimatch_v2', 'method.teacher=ema', 'method.ema_decay=0.996', 'method.conf_thresh=0.95',
               'optim.optimizer=adamw', 'optim.lr=5e-6', 'optim.head_lr_mult=40', 'optim.weight_decay=0.01',
-              'optim.lr_lag=1', 'model.backbone=dinov2_s', 'model.pretrained=auto']
+              'optim.lr_lag=1', 'model.backbone=dinov2_s', 'model.pretrained=auto', 'eval.protocol=unimatch_v2']
 def unimatch_v2_iters(n_unlabeled: int, epochs: int, per_gpu: int, gpus: int = 4) -> int:
     "V2's schedule in steps: epochs x its unlabeled loader's length (a `DistributedSampler` over `gpus`, drop_last)."
     return epochs * (-(-n_unlabeled // gpus) // per_gpu)
@@ -45,11 +47,11 @@ V2_SPLITS = dict(voc=('92', 10490, 60, 4), cityscapes=('1_16', 2789, 180, 2), ad
 _v2_iters = {d: f'optim.iters={unimatch_v2_iters(*s[1:])}' for d, s in V2_SPLITS.items()}
 UNIMATCH_V2 = dict(
     voc=_V2_COMMON + [_v2_iters['voc'], 'data.crop_size=518', 'data.batch_size=16', 'optim.sup_loss=ce',
-                      'eval.protocol=whole'],
+                      'eval.mode=whole', 'eval.multiple=14'],
     cityscapes=_V2_COMMON + [_v2_iters['cityscapes'], 'data.crop_size=798', 'data.batch_size=8', 'optim.sup_loss=ohem',
-                             'optim.ohem_min_kept=200000', 'eval.window=798', 'eval.stride=532'],
+                             'optim.ohem_min_kept=200000', 'eval.window=798', 'eval.stride=532', 'eval.base_size=null'],
     ade20k=_V2_COMMON + [_v2_iters['ade20k'], 'data.crop_size=518', 'data.batch_size=8', 'optim.sup_loss=ce',
-                         'eval.protocol=whole', 'model.lock_backbone=false'])
+                         'eval.mode=whole', 'eval.multiple=14', 'model.lock_backbone=false'])
 
 # %% ../nbs/14a_paper.ipynb #9cb1feb4
 @dataclass(frozen=True)
@@ -202,6 +204,59 @@ V2_DIFFERENCES = (
     Difference('AdamW kernel', (), '-', "torch's default (foreach): each step counter read to the host",
         'fused: the counters stay on the device', 'rounding of the update'),
 )
+
+# %% ../nbs/14a_paper.ipynb #e1a0c201
+@dataclass(frozen=True)
+class EvalDifference:
+    "One way a codebase's evaluation differs from the kit's own (`eval.protocol=kit`)."
+    what: str                   # the difference, in a few words
+    protocols: tuple[str, ...]  # the protocols (`eval.protocol`) that do it
+    keys: tuple[str, ...]       # configuration keys that choose a side besides `eval.protocol` (none: the protocol)
+    code: str                   # what that code does
+    kit: str                    # what the kit's own evaluation does
+    left: str = 'none'          # what still differs under that protocol
+
+# %% ../nbs/14a_paper.ipynb #e1a0c203
+_AEL_U2PL = ('ael', 'u2pl')
+_EVAL_WINDOWS = (
+    EvalDifference('what is predicted', ('ael', 'unimatch_v2', 'unimatch', 'u2pl'), ('eval.mode',),
+        'Cityscapes: sliding windows; elsewhere the whole image', 'any of whole, centre crop, sliding windows'),
+    EvalDifference('sliding stride', ('ael', 'u2pl'), ('eval.window', 'eval.stride'),
+        '`ceil(crop x 2/3)` of the window (`dataset.val.crop.size`)', 'as set'),
+    EvalDifference('sliding stride', ('unimatch_v2', 'unimatch'), ('eval.window', 'eval.stride'),
+        '`int(grid x 2/3)` of the window (the training crop)', 'as set'),
+    EvalDifference('image smaller than the window', _AEL_U2PL, (), 'zero-padded half before, half after',
+        'zero-padded after it (bottom, right)'),
+    EvalDifference('image smaller than the window', ('unimatch_v2',), (),
+        "no padding; the loop's second start is negative, so Python's slice adds a second, partial window",
+        'zero-padded after it (bottom, right)'),
+    EvalDifference('last windows', ('unimatch',), (), 'cut short by the border', 'moved back, flush with the border'),
+    EvalDifference('overlapping windows', _AEL_U2PL + ('unimatch_v2', 'unimatch'), (),
+        'AEL: softmax averaged; U2PL: logits averaged; UniMatch: softmax summed (the same arg-max at one scale)',
+        'softmax averaged'),
+)
+
+# %% ../nbs/14a_paper.ipynb #e1a0c204
+_EVAL_SIZES = (
+    EvalDifference('resize before the windows', _AEL_U2PL, ('eval.base_size',),
+        'longest side `round(scale x --base_size)` (2048), the other by the aspect ratio', "the image's own size"),
+    EvalDifference('scales', _AEL_U2PL, ('eval.scales',),
+        '`--scales`: AEL 0.5 0.75 1.0 1.25 1.5 2.0 by default, U2PL 1.0; the scores summed',
+        'one scale (the papers: single-scale testing)'),
+    EvalDifference('whole image: size', ('unimatch_v2',), ('eval.multiple',),
+        'each side rounded to the nearest multiple of 14 (DINOv2 patches)', 'as it is'),
+    EvalDifference('whole image: scores resized back', ('unimatch_v2', 'u2pl'), (), 'logits', 'softmax'),
+    EvalDifference('bilinear resizes', _AEL_U2PL + ('unimatch_v2',), (), '`align_corners=True`',
+        '`align_corners=False` (only with `eval.max_size` or a scale other than 1)'),
+    EvalDifference('flip', ('ael',), (), 'a flip branch, commented out', 'none'),
+    EvalDifference('centre crop', ('unimatch',), (), 'offered, unused by its scripts; a negative start for an image '
+        'smaller than the crop', 'the crop clipped to the image; not offered under `unimatch`',
+        '`eval.mode=center`: use `kit`'),
+    EvalDifference('the number reported', ('unimatch_v2',), ('eval.select',), 'the best EMA mIoU over the epochs',
+        '`best.pth`: the best of the evaluated model `eval.select` (the EMA teacher)',
+        'evaluated every `eval.interval` steps, not every epoch'),
+)
+EVAL_DIFFERENCES = _EVAL_WINDOWS + _EVAL_SIZES
 
 # %% ../nbs/14a_paper.ipynb #33367200
 ABLATIONS = {

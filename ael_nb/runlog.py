@@ -12,7 +12,7 @@ import torch
 from .core import DatasetInfo, DataError, is_main, atomic_save, atomic_write_text
 from .metrics import ConfusionMatrix, iou_table, plot_iou
 from .transforms import denormalize
-from .evaluate import evaluate
+from .evaluate import evaluate, protocol_settings
 from .plan import RunData
 from .state import TrainState
 from .steps import Trace
@@ -76,8 +76,8 @@ class RunLog:
 def evaluate_models(state: TrainState, data: RunData, device) -> dict:
     "Confusion matrices of the evaluated models (`eval.models`) on the validation set."
     e, models = state.cfg.eval, dict(teacher=state.teacher, student=state.student)
-    return {name: evaluate(models[name], data.val, data.info, e.protocol, e.window, e.stride, e.crop, e.max_images,
-                           e.num_workers, state.cfg.optim.amp, max_size=e.max_size)
+    return {name: evaluate(models[name], data.val, data.info, e.mode, e.window, e.stride, e.crop, e.max_images,
+                           e.num_workers, state.cfg.optim.amp, max_size=e.max_size, **protocol_settings(e))
             for name in e.models if models.get(name) is not None}
 
 # %% ../nbs/19_runlog.ipynb #72ed5415

@@ -191,21 +191,21 @@ BASE = 'cpu96'   # every cell's starting point: its network, optimiser and sched
 # dataset settings: the budget. Every run of a dataset gets exactly these (plus the variant's overrides).
 SETTINGS = {
     'synthetic': dict(iters=300, overrides=['data.dataset=synthetic', 'data.synthetic_size=[96,128]', 'data.crop_size=[64,64]',
-                                            'data.batch_size=4', 'eval.protocol=whole']),
+                                            'data.batch_size=4', 'eval.mode=whole']),
     # the `cpu` preset's own regime (whole 96x128 scenes, batch 8), where the fully-labeled model learns the tail
     'synthetic96': dict(iters=400, manifests='synthetic',
                         overrides=['data.dataset=synthetic', 'data.synthetic_size=[96,128]', 'data.crop_size=[96,128]',
-                                   'data.scale=[1.0,1.0]', 'data.batch_size=8', 'eval.protocol=whole']),
+                                   'data.scale=[1.0,1.0]', 'data.batch_size=8', 'eval.mode=whole']),
     # the candidate for a cheaper default run (the one above is the `cpu` preset's): whole 64x96 scenes,
     # batch 4 (+ 4 unlabeled), 0.32x the 96x128 batch-8 step's CPU time in fp32 on AVX2 (results/levers_cpu_avx2_*.md)
     'synthetic64': dict(iters=800, manifests='synthetic',
                         overrides=['data.dataset=synthetic', 'data.synthetic_size=[64,96]', 'data.crop_size=[64,96]',
-                                   'data.scale=[1.0,1.0]', 'data.batch_size=4', 'eval.protocol=whole']),
+                                   'data.scale=[1.0,1.0]', 'data.batch_size=4', 'eval.mode=whole']),
     # the real-data check of the default run's setting: 180x240 copies (bench/prepare_camvid.py), 160x160 crops, batch 8
     'camvid160': dict(iters=1500, manifests='camvid', overrides=['data.dataset=camvid', 'data.crop_size=[160,160]', 'data.batch_size=8',
-                                                                 'data.scale=[0.75,1.5]', 'eval.protocol=whole']),
+                                                                 'data.scale=[0.75,1.5]', 'eval.mode=whole']),
     'camvid': dict(iters=300, overrides=['data.dataset=camvid', 'data.crop_size=[128,128]', 'data.batch_size=4',
-                                         'data.scale=[0.75,1.5]', 'eval.protocol=whole']),
+                                         'data.scale=[0.75,1.5]', 'eval.mode=whole']),
 }
 COMMON = ['model.backbone=resnet18', 'model.output_stride=16', 'model.aux=false', 'optim.sup_loss=ce',
           'eval.interval=0', 'eval.models=[teacher,student]', 'data.num_workers=0', 'data.check=false',
@@ -266,6 +266,9 @@ def cell_key(overrides: list[str]) -> str:
     d['preset'] = 'cpu'   # a name decides nothing; the stored keys hash BASE's values under the name they had then
     d['run'].pop('out', None); d['run'].pop('resume', None); d['eval'].pop('interval', None)   # no effect on the result
     d['data'].pop('acm_prefetch', None)                                                       # timing only, same numbers
+    e = d['eval']                                             # the kit's own evaluation: stored when eval.protocol named the mode
+    if e.get('protocol') == 'kit' and (e.get('scales'), e.get('base_size'), e.get('multiple')) == ([1.0], None, None):
+        e['protocol'] = e.pop('mode'); e.pop('scales'); e.pop('base_size'); e.pop('multiple')
     d['model'].pop('channels_last', None)                                                     # timing only, same numbers up to rounding
     for sec, k in (('model', 'compile'), ('data', 'pin_memory'), ('data', 'prefetch_factor'), ('run', 'cudnn_benchmark')):
         d[sec].pop(k, None)                                                   # timing only, same numbers up to rounding

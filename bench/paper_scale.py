@@ -160,7 +160,7 @@ def part_compile(args, R, log) -> dict:
 def part_scale(args, R, log) -> dict:
     "The cityscapes preset at its crop on synthetic scenes, one GPU, 2 + 2 images: one run per variant."
     ov = common(args) + paper_overrides(args) + [f'optim.iters={args.steps}', 'eval.interval=0', 'eval.max_images=1', 'eval.models=teacher',
-                                           'eval.num_workers=0', 'eval.protocol=whole', f'run.log_interval={max(1, args.steps // 4)}']
+                                           'eval.num_workers=0', 'eval.mode=whole', f'run.log_interval={max(1, args.steps // 4)}']
     half = (args.size + 1) // 2
     out = {}
     for v in args.variants:

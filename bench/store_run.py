@@ -19,7 +19,7 @@ import torch
 from ael_nb.draws import read_stored
 from ael_nb.config import apply_overrides, from_dict, read_yaml, resolved, upgrade_config
 from ael_nb.core import DataError, atomic_write_text, instruction_path
-from ael_nb.evaluate import evaluate
+from ael_nb.evaluate import evaluate, protocol_settings
 from ael_nb.plan import make_dataset
 from ael_nb.state import load_model
 from stored import refresh              # bench/stored.py: the package's copy of bench/results
@@ -47,7 +47,8 @@ def reevaluate(run_dir: Path, s: dict, cfg: dict, val_n: int) -> tuple[dict, dic
         for which in s['last']:
             model, info, _, _ = load_model(run_dir / 'latest.pth', which, 'cpu')
             if run.model.channels_last: model = model.to(memory_format=torch.channels_last)
-            ev = lambda ds: evaluate(model, ds, info, e.protocol, e.window, e.stride, e.crop, None, 0, run.optim.amp, max_size=e.max_size)
+            ev = lambda ds: evaluate(model, ds, info, e.mode, e.window, e.stride, e.crop, None, 0, run.optim.amp, max_size=e.max_size,
+                                     **protocol_settings(e))
             cm = ev(own)
             if json.dumps(cm.summary(info)) != json.dumps(s['last'][which]):   # NaN (a class absent) compares equal here
                 raise DataError(run_dir / 'summary.json', f"its {which} on its own {len(own)} val scenes does not repeat the stored "

@@ -33,7 +33,7 @@ def overrides(case: dict, device: str, out: Path) -> list[str]:
     per_gpu = 4 if c <= 518 else 2
     return [*QUIET, f"model.backbone={case['arch']}", 'data.dataset=synthetic', 'data.train_split=train',
             'data.val_split=val', f'data.synthetic_size={c}', f'data.crop_size={c}', 'data.scale=1,1',
-            f'data.synthetic_n={8 * per_gpu}', 'data.fraction=0.5', f'data.batch_size={per_gpu}', 'eval.protocol=whole',
+            f'data.synthetic_n={8 * per_gpu}', 'data.fraction=0.5', f'data.batch_size={per_gpu}', 'eval.mode=whole',
             f"optim.amp={case['amp']}", f'run.device={device}', f'run.out={out}', 'run.overwrite=true',
             *(AEL if case['ael'] else [])]
 

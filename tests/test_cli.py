@@ -38,10 +38,10 @@ def test_train_end_to_end(trained):
 
 def test_eval_checkpoint(trained, tmp_path):
     out, _ = trained
-    r = run('ael-eval', out / 'latest.pth', '--protocol', 'sliding', '--window', 24, 24, '--stride', 16, 16,
+    r = run('ael-eval', out / 'latest.pth', '--mode', 'sliding', '--window', 24, 24, '--stride', 16, 16,
             '--max-images', 2, '--save-dir', tmp_path / 'pred', '--json', tmp_path / 'e.json')
     assert r.returncode == 0, r.stderr
-    assert 'sliding evaluation' in r.stdout and 'mIoU' in r.stdout and '| class | teacher | group |' in r.stdout
+    assert 'sliding evaluation on' in r.stdout and "protocol kit: the kit's own" in r.stdout and 'mIoU' in r.stdout and '| class | teacher | group |' in r.stdout
     assert len(list((tmp_path / 'pred').glob('*.png'))) == 2
     assert json.loads((tmp_path / 'e.json').read_text())['model'] == 'teacher'
     r = run('ael-eval', out / 'latest.pth', '--model', 'student', '--max-images', 1)

@@ -151,7 +151,7 @@ def test_second_ctrl_c_inside_the_save_is_one_line_and_the_checkpoint_whole(tmp_
     (['--method', 'supervised', 'method.gamma=3'], 'method.gamma (supervised training has no unsupervised part)'),
     (['method.acp=false', 'method.k=2'], 'method.k (used only with method.acp=true)'),
     (['--allow-changes'], '--allow-changes (run.allow_changes, used only with run.resume=true'),
-    (['eval.protocol=whole', 'eval.window=600'], 'eval.window (used only with eval.protocol=sliding)'),
+    (['eval.mode=whole', 'eval.window=600'], 'eval.window (used only with eval.mode=sliding)'),
 ])
 def test_train_refuses_values_it_would_ignore(args, message):
     assert message in one_line(run('ael-train', *args, '--show-config'))
@@ -164,10 +164,10 @@ def test_out_that_is_a_file(tmp_path):
 
 def test_eval_and_predict_refuse_what_train_refuses(stopped, tmp_path):
     ck = stopped / 'latest.pth'
-    err = one_line(run('ael-eval', ck, '--protocol', 'sliding', '--window', 16, 16, '--stride', 24, 24))
+    err = one_line(run('ael-eval', ck, '--mode', 'sliding', '--window', 16, 16, '--stride', 24, 24))
     assert '--stride 24 24 exceeds --window 16 16' in err
-    assert '--window is used only with --protocol sliding' in one_line(run('ael-eval', ck, '--protocol', 'whole', '--window', 16, 16))
-    assert '--crop is used only with --protocol center' in one_line(run('ael-eval', ck, '--crop', 16, 16))
+    assert '--window is used only with --mode sliding' in one_line(run('ael-eval', ck, '--mode', 'whole', '--window', 16, 16))
+    assert '--crop is used only with --mode center' in one_line(run('ael-eval', ck, '--crop', 16, 16))
     from ael_nb.datasets import make_fixture
     imgs = make_fixture('folder', tmp_path / 'imgs', n=2, size=(20, 28)) / 'a'
     assert '--stride 24 24 exceeds --window 16 16' in one_line(run('ael-predict', ck, imgs, tmp_path / 'm', '--protocol', 'sliding',
@@ -206,7 +206,7 @@ def test_splits_options(tmp_path):
 def test_preset_class_ids_outside_the_dataset_leave_the_folder_unused(tmp_path):
     out = tmp_path / 'run'
     over = TINY + ['data.dataset=synthetic', 'data.batch_size=4', 'model.backbone=resnet18', 'model.pretrained=none',
-                   'model.output_stride=16', 'eval.protocol=whole', f'run.out={out}']
+                   'model.output_stride=16', 'eval.mode=whole', f'run.out={out}']
     with pytest.raises(ValueError, match=r"method.cp_exclude=\[0, 1, 2, 8, 10\] \(the value of preset 'cityscapes-authors'\) "
                                          r"names outside 0..9 of dataset 'synthetic'"):
         setup(get_config('cityscapes-authors', overrides=over))

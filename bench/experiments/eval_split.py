@@ -25,7 +25,7 @@ import torch
 from ael_nb.draws import read_stored
 from ael_nb.config import apply_overrides, resolved
 from ael_nb.core import DataError, atomic_write_text
-from ael_nb.evaluate import evaluate
+from ael_nb.evaluate import evaluate, protocol_settings
 from ael_nb.plan import make_dataset
 from ael_nb.state import load_model
 
@@ -66,7 +66,8 @@ def evaluate_run(run_dir: Path, k: int, device, threads: int|None = None) -> dic
     try:
         e, sets = cfg.eval, []
         for ds in val_sets(cfg, k):
-            s = evaluate(model, ds, info, e.protocol, e.window, e.stride, e.crop, None, 0, run_cfg.optim.amp, max_size=e.max_size).summary(info)
+            s = evaluate(model, ds, info, e.mode, e.window, e.stride, e.crop, None, 0, run_cfg.optim.amp, max_size=e.max_size,
+                         **protocol_settings(e)).summary(info)
             sets.append(dict(first=ds.ids[0], last=ds.ids[-1], n=len(ds), tail=100 * s['tail_miou'], miou=100 * s['miou'],
                              per_class={c: 100 * v for c, v in s['per_class'].items()}))
     finally: torch.set_num_threads(before)
