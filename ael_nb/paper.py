@@ -128,7 +128,7 @@ _LOSSES_COPY_PASTE = (
     Difference('Copy-Paste source class (not in the paper)', ('method.cp_source',), 'another labeled image',
         'any labeled image of the set, whatever classes it holds',
         "off: the batch's; `memory`: a labeled image of a class c ~ r (Eq. 7) from a memory of the labeled set, "
-        'c pasted with the K (12): a class the batch lacks can be pasted'),
+        'c pasted with the K (12): a class the batch lacks can be pasted', 'nothing: off in every preset'),
 )
 
 # %% ../nbs/14a_paper.ipynb #0f6d3543
@@ -148,7 +148,7 @@ _CUTMIX = (
     Difference('ACM source without the drawn class (not in the paper)', ('method.acm_fallback',),
         'not said', 'any unlabeled image, a random box of it',
         "off: a random box, as the code; `labeled`: c's region from a labeled image of the memory, ground truth as "
-        "pseudo-label (13)"),
+        "pseudo-label (13)", 'nothing: off in every preset'),
 )
 
 # %% ../nbs/14a_paper.ipynb #61d03325

@@ -73,12 +73,17 @@ def run_figures(run: Path, cls: int, names: list[str]) -> dict:
         yh = torch.cat([t['y_hat'].flatten() for t in tr]); kept = torch.cat([(t['y_hat'] == cls)[t['keep'].bool()] for t in tr])
         out.update(pseudo_pixels=int((yh == cls).sum()), pseudo_share=float((yh == cls).float().mean()),
                    pseudo_kept=int(kept.sum()))
-    conf = [(r['it'], r['conf'][cls]) for r in map(json.loads, (run / 'metrics.jsonl').read_text().splitlines()) if 'conf' in r]
+    recs = [json.loads(l) for l in (run / 'metrics.jsonl').read_text().splitlines() if l.strip()]
+    out['evals'] = [dict(it=r['it'], **{k: round(100 * v, 1) for k, v in r['eval']['teacher']['per_class'].items()},
+                         tail=round(100 * r['eval']['teacher']['tail_miou'], 1), miou=round(100 * r['eval']['teacher']['miou'], 1))
+                    for r in recs if 'eval' in r and 'teacher' in r['eval']]
+    conf = [(r['it'], r['conf'][cls]) for r in recs if 'conf' in r]
     if conf:
         v = torch.tensor([c for _, c in conf])
         out.update(bank_min=float(v.min()), bank_median=float(v.median()), bank_max=float(v.max()),
                    bank_at={str(it): round(c, 4) for it, c in conf if it % (cfg.optim.iters // 4) == 0})
     ck = read_checkpoint(run / 'latest.pth')
+    out['checkpoint_step'] = ck['it']                        # a stopped run: its figures up to this step
     if ck.get('table') is not None: out['table_images'] = int(ck['table']['table'][cls].sum())
     torch.set_num_threads(cfg.run.threads)
     d = build_data(cfg)
@@ -107,18 +112,23 @@ def markdown(res: dict, cls_name: str) -> str:
                      f"{100 * s['batches_with']:.1f} % of {s['steps']} | {s['images_per_batch']:.2f} of {s['batch']} |")
     if res['runs']:
         lines += ['', '## Runs', '', f'| run | seed | ACP source / ACM fallback | ACP: traced labeled images with {cls_name} pasted '
-                  f'| ACM draws for it (found / labeled) | its pseudo-labeled pixels in the traces (kept by AES) | class table: '
-                  f'unlabeled scenes holding it | final teacher where it stands (recall; top 3) | bank: min / median / max |',
-                  '|---|---|---|---|---|---|---|---|---|']
+                  f'| ACM draws for it (found / labeled; mean r) | its pseudo-labeled pixels in the traces (kept by AES) | class table: '
+                  f'unlabeled scenes holding it | the teacher where it stands, unlabeled scenes (recall; top 3) | bank: min / median / max | '
+                  'steps |', '|---|---|---|---|---|---|---|---|---|---|']
         for r in res['runs']:
             lab = f" / {r['acm_asked_labeled']}" if 'acm_asked_labeled' in r else ''
             top = ', '.join(f'{k} {100 * v:.0f} %' for k, v in r['teacher_predicts'].items())
             lines.append(f"| {r['run']} | {r['seed']} | {r['cp_source']} / {r['acm_fallback']} | "
                          f"{100 * r.get('acp_pasted', 0):.0f} % of {r.get('acp_traced_images', 0)} | "
-                         f"{r.get('acm_asked_n', 0)} of {r.get('acm_draws', 0)} ({r.get('acm_asked_found', 0)}{lab}) | "
+                         f"{r.get('acm_asked_n', 0)} of {r.get('acm_draws', 0)} ({r.get('acm_asked_found', 0)}{lab}; {r.get('r_cm_mean', 0):.3f}) | "
                          f"{r.get('pseudo_pixels', 0)} ({r.get('pseudo_kept', 0)}) | {r.get('table_images', '-')} | "
                          f"{100 * r['teacher_recall']:.1f} %; {top} | "
-                         f"{r['bank_min']:.3f} / {r['bank_median']:.3f} / {r['bank_max']:.3f} |")
+                         f"{r['bank_min']:.3f} / {r['bank_median']:.3f} / {r['bank_max']:.3f} | {r['checkpoint_step']} |")
+        lines += ['', f"## The teacher on the run's own val scenes at each evaluation (IoU %)", '',
+                  '| run | step | pole | sign | pedestrian | bicycle | tail | mIoU |', '|---|---|---|---|---|---|---|---|']
+        for r in res['runs']:
+            lines += [f"| {r['run']} | {e['it']} | {e['pole']} | {e['sign']} | {e['pedestrian']} | {e['bicycle']} | {e['tail']} | {e['miou']} |"
+                      for e in r['evals']]
     return '\n'.join(lines) + '\n'
 
 def main(argv=None):
