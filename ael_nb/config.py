@@ -179,6 +179,10 @@ class MethodAugmentation:
     acm_stride: int = 4                     # ACM: find class regions on 4x4 cells; 1 = per pixel (authors; above)
     acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image; above)
     acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' targets and sources (above)
+    # not in the paper (12, 13): a memory of labeled images per class feeds ACP and ACM a class the batch lacks
+    cp_source: Literal['batch', 'memory'] = 'batch'  # ACP: another image of the batch, or one of class c ~ r from the memory
+    acm_fallback: Literal['box', 'labeled'] = 'box'  # ACM, no pseudo-label of c in the source: a random box, or c from the memory
+    memory_slots: int = 4                   # labeled images the memory keeps per class
 
 # %% ../nbs/14_config.ipynb #a21e10a0
 @dataclass
@@ -607,6 +611,7 @@ RANGES.update({
     'method.temperature': _num(0, lo_open=True), 'method.r_star': _PROB, 'method.acm_exclude': _each(_int(0)),
     'method.k': _int(1), 'method.cp_prob': _PROB, 'method.cp_scale': _ordered(_num(0, lo_open=True)),
     'method.cp_exclude': _each(_int(0)), 'method.acm_min_area': _opt(_PROB), 'method.acm_stride': _int(1),
+    'method.memory_slots': _int(1),
 })
 
 # %% ../nbs/14_config.ipynb #43db0e93
@@ -717,7 +722,10 @@ USED_WHEN = {
     'method.spare_unseen': ((lambda c: _AEL('dr')[0](c) or _AEL('aes')[0](c)), 'method.name=ael or method.dr/aes=true'),
     'method.spare_prob': ((lambda c: c.method.spare_unseen > 0), 'method.spare_unseen > 0'),
     **{f'method.{k}': _AEL('acm') for k in ('r_star', 'acm_exclude', 'acm_stride', 'acm_min_area', 'acm_targets')},
-    **{f'method.{k}': _AEL('acp') for k in ('k', 'cp_prob', 'cp_scale', 'cp_sqrt', 'cp_exclude')},
+    **{f'method.{k}': _AEL('acp') for k in ('k', 'cp_prob', 'cp_scale', 'cp_sqrt', 'cp_exclude', 'cp_source')},
+    'method.acm_fallback': _AEL('acm'),
+    'method.memory_slots': ((lambda c: c.method.cp_source == 'memory' or c.method.acm_fallback == 'labeled'),
+                            'method.cp_source=memory or method.acm_fallback=labeled'),
 }
 
 def unused(cfg: Config, keys) -> list[str]:

@@ -12,7 +12,8 @@ from .transforms import resize_crop
 from .cutmix import sample_classes
 
 # %% auto #0
-__all__ = ['present_classes', 'choose_classes', 'batch_classes', 'large_scale_jitter', 'paste_classes', 'adaptive_copy_paste']
+__all__ = ['present_classes', 'choose_classes', 'batch_classes', 'large_scale_jitter', 'paste_classes', 'adaptive_copy_paste',
+           'LabeledMemory']
 
 # %% ../nbs/12_copy_paste.ipynb #89eafcb8
 def present_classes(
@@ -96,11 +97,14 @@ def adaptive_copy_paste(
     return_info: bool = False,  # also return dict(mask, src [B], classes bool [B,C] pasted, applied bool [B])
     src: torch.Tensor | None = None,  # [B] source index of each image (default: `other_index`, at random)
     choice: str = 'present',  # 'present': `choose_classes` per image; 'batch': `batch_classes`, the authors'
+    sources: tuple | None = None,  # (images [B,3,H,W], labels [B,H,W], classes long [B]): each image's own source
+                                   # and a class pasted whenever its jittered source holds it (`LabeledMemory.draw`)
 ) -> tuple:  # (images, labels) or (images, labels, mask)
     "Adaptive Copy-Paste: paste all pixels of K classes drawn from `prob` from another labeled image of the batch."
     if choice not in ('present', 'batch'): raise ValueError(f"choice {choice!r} not in ('present', 'batch')")
     B, dev = images.shape[0], images.device
     apply = draw(B, generator, dev) < p
+    if sources is not None: src = torch.full((B,), -1, dtype=torch.long, device=dev)   # not from the batch
     src = other_index(B, generator, dev) if src is None else src.to(dev)
     mask = torch.zeros_like(labels, dtype=torch.bool)
     chosen = torch.zeros(B, prob.numel(), dtype=torch.bool, device=dev)
@@ -108,9 +112,50 @@ def adaptive_copy_paste(
     if n:
         todo = apply.long().argsort(descending=True, stable=True)[:n]   # the images that get a paste, in order
         src_img, src_lab = images.clone(), torch.full_like(labels, ignore_index)
-        src_img[todo], src_lab[todo] = large_scale_jitter(images[src[todo]], labels[src[todo]], scale, flip,
-                                                          generator, ignore_index)
+        s_img, s_lab = (images[src[todo]], labels[src[todo]]) if sources is None else (sources[0][todo], sources[1][todo])
+        src_img[todo], src_lab[todo] = large_scale_jitter(s_img, s_lab, scale, flip, generator, ignore_index)
         chosen = (choose_classes if choice == 'present' else batch_classes)(src_lab, prob, k, generator)  # [B,C]
+        if sources is not None:                  # the class the source was drawn for, if the jitter left some of it
+            drawn = sources[2][:, None] == torch.arange(prob.numel(), device=dev)
+            chosen = chosen | (drawn & present_classes(src_lab, prob.numel()))
         images, labels, mask = paste_classes(images, labels, src_img, src_lab, chosen)
     if return_info: return images, labels, dict(mask=mask, src=src, classes=chosen, applied=apply & (B > 1))
     return (images, labels, mask) if return_mask else (images, labels)
+
+# %% ../nbs/12_copy_paste.ipynb #e9af2b07
+class LabeledMemory:
+    "Per class, the last `slots` labeled images (weak views, normalised) that held it, with their labels."
+    def __init__(self, num_classes: int, slots: int = 4, ignore_index: int = IGNORE_INDEX):
+        self.num_classes, self.slots, self.ignore_index = num_classes, slots, ignore_index
+        self.images = self.labels = self.count = None   # [C,M,3,H,W], uint8 [C,M,H,W], long [C]: from the first batch
+    def update(self, images: torch.Tensor, labels: torch.Tensor):
+        "For each class the batch holds, its first image holding it goes into the class's oldest slot."
+        C, M = self.num_classes, self.slots
+        if self.images is None:
+            self.images = images.new_zeros(C, M, *images.shape[1:])
+            self.labels = torch.full((C, M, *labels.shape[1:]), self.ignore_index, dtype=torch.uint8, device=labels.device)
+            self.count = torch.zeros(C, dtype=torch.long, device=labels.device)
+        if images.shape[1:] != self.images.shape[2:]:
+            raise ValueError(f"labeled memory: images of shape {tuple(images.shape[1:])}, it holds {tuple(self.images.shape[2:])}")
+        present = present_classes(labels, C)                              # [B,C]
+        has, first = present.any(0), present.float().argmax(0)            # argmax: the first maximum
+        cls, slot = torch.arange(C, device=labels.device), self.count % M
+        self.images[cls, slot] = torch.where(has.view(C, 1, 1, 1), images[first], self.images[cls, slot])
+        self.labels[cls, slot] = torch.where(has.view(C, 1, 1), labels[first].to(torch.uint8), self.labels[cls, slot])
+        self.count += has
+    def entries(self, classes: torch.Tensor, generator: torch.Generator | None = None) -> tuple:
+        "For each class, one of its filled slots at random: (images, labels long, held bool: the memory has one)."
+        n = self.count[classes].clamp(max=self.slots)
+        slot = (draw(len(classes), generator, classes.device) * n).long().clamp(max=self.slots - 1)
+        return self.images[classes, slot], self.labels[classes, slot].long(), n > 0
+    def draw(self, prob: torch.Tensor, n: int, generator: torch.Generator | None = None) -> tuple:
+        "`n` sources for ACP: a class c ~ `prob` (Eq. 7) among those held, and `entries`; (images, labels, classes, held)."
+        classes = sample_classes(prob * (self.count > 0), n, generator)
+        images, labels, held = self.entries(classes, generator)
+        return images, labels, classes, held
+    def state_dict(self) -> dict: return dict(images=self.images, labels=self.labels, count=self.count)
+    def load_state_dict(self, d: dict | None, device=None):
+        "Take up a saved memory (None: empty) on `device`."
+        d = d or dict(images=None, labels=None, count=None)
+        self.images, self.labels, self.count = (None if v is None else v.to(device) for v in (d['images'], d['labels'], d['count']))
+

@@ -13,7 +13,8 @@ from .core import IGNORE_INDEX, all_reduce_max, draw, other_index
 
 # %% auto #0
 __all__ = ['random_boxes', 'box_mask', 'cutmix_box_mask', 'paste', 'cutmix', 'sample_classes', 'pick_uniform', 'ClassTable',
-           'component_ids', 'mask_boxes', 'cell_counts', 'region_boxes', 'class_mask', 'acm_boxes', 'adaptive_cutmix']
+           'component_ids', 'mask_boxes', 'cell_counts', 'region_boxes', 'class_mask', 'acm_boxes', 'adaptive_cutmix',
+           'labeled_sources']
 
 # %% ../nbs/13_cutmix.ipynb #8a8b23d7
 def random_boxes(
@@ -370,3 +371,24 @@ def adaptive_cutmix(
     mask = box_mask(boxes, H, W)
     out = (paste(images, src_images, mask), paste(probs, src_probs, mask), mask)
     return (*out, found) if return_found else out
+
+# %% ../nbs/13_cutmix.ipynb #acd3abf7
+def labeled_sources(
+    src_images: torch.Tensor,  # [B,3,H,W] ACM's sources
+    src_probs: torch.Tensor,  # [B,C,H,W] the teacher's probabilities on them
+    src_valid: torch.Tensor,  # bool [B,H,W] their real pixels
+    classes: torch.Tensor,  # long [B] the class drawn for each
+    lab_images: torch.Tensor,  # [B,3,H,W] a labeled image holding each class (`LabeledMemory.entries`)
+    lab_labels: torch.Tensor,  # long [B,H,W] their ground truth, `ignore_index` = none
+    held: torch.Tensor,  # bool [B] there is such an image
+    ignore_index: int = IGNORE_INDEX,
+) -> tuple:  # (images, probs, valid, used bool [B]: replaced by the labeled image)
+    "Where a source's pseudo-labels hold no pixel of its class and a labeled image does: that image, one-hot labels."
+    B, C = src_probs.shape[:2]
+    used = ~(class_mask(src_probs, classes) & src_valid).flatten(1).any(1) & held
+    known = lab_labels != ignore_index
+    onehot = (lab_labels[:, None] == torch.arange(C, device=lab_labels.device).view(1, C, 1, 1)).to(src_probs.dtype)
+    u = used.view(B, 1, 1, 1)
+    return (torch.where(u, lab_images.to(src_images.dtype), src_images), torch.where(u, onehot, src_probs),
+            torch.where(used.view(B, 1, 1), known, src_valid), used)
+

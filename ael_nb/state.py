@@ -20,6 +20,7 @@ from .model import DeepLabV3Plus, build_model, param_groups, unwrap
 from .dpt import DINOV2, DPT
 from .teacher import make_teacher
 from .cutmix import ClassTable
+from .copy_paste import LabeledMemory
 from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
 
 # %% auto #0
@@ -45,6 +46,7 @@ class TrainState:
     best: dict = field(default_factory=lambda: dict(it=-1, miou=-1.0))
     pending: torch.Tensor|None = None   # an accumulated step's bank statistics (above)
     acc: dict = field(default_factory=dict)   # the log sums since the last log line (above)
+    memory: LabeledMemory|None = None   # labeled images per class (`method.cp_source=memory`, `acm_fallback=labeled`)
 
 # %% ../nbs/17_state.ipynb #2d2a283c
 def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float:
@@ -95,7 +97,9 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
                            rule=method.table_rule)
         unl = Augmented(data.unlabeled, cfg.data.crop_size, cfg.data.scale, cfg.data.flip, labeled=False)
         sources = AcmSources(unl, table, background=cfg.data.acm_prefetch)
-    return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, sources)
+    memory = (LabeledMemory(num_classes, method.memory_slots, data.info.ignore_index)
+              if method.cp_source == 'memory' or method.acm_fallback == 'labeled' else None)
+    return TrainState(cfg, data.info, student, teacher, opt, sched, scaler, bank, table, sources, memory=memory)
 
 # %% ../nbs/17_state.ipynb #2cdaa306
 def tiny_state(*over: str,              # `key=value` overrides on the CPU preset and `ael_nb.plan.TINY`
@@ -112,9 +116,10 @@ def tiny_state(*over: str,              # `key=value` overrides on the CPU prese
 
 # %% ../nbs/17_state.ipynb #1bd24933
 def rank_state(state: TrainState) -> dict:
-    "What differs between ranks: the random states, ACM's pending draw, the log sums."
+    "What differs between ranks: the random states, ACM's pending draw, the log sums, the labeled memory."
     return dict(rng=rng_state(), acm_next=None if state.sources is None else state.sources.state_dict(),
-                acc={k: v.item() if torch.is_tensor(v) else v for k, v in state.acc.items()})
+                acc={k: v.item() if torch.is_tensor(v) else v for k, v in state.acc.items()},
+                **({} if state.memory is None else dict(memory=state.memory.state_dict())))
 
 # %% ../nbs/17_state.ipynb #5c15e449
 def checkpoint(state: TrainState) -> dict:
@@ -218,6 +223,7 @@ def load_checkpoint(state: TrainState, path) -> TrainState:
                       "data order and ACM draws differ from the original run")
     mine = ranks[rank()] if rank() < len(ranks) else dict(ranks[0], acm_next=None, acc={})
     if state.sources is not None: state.sources.load_state_dict(mine['acm_next'], state.table.table.device)
+    if state.memory is not None: state.memory.load_state_dict(mine.get('memory'), state.bank.conf.device)
     state.it, state.best, state.acc = ck['it'], dict(ck['best']), dict(mine['acc'])
     set_rng_state(mine['rng'])
     return state

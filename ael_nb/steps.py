@@ -16,7 +16,7 @@ from .sampling import sampling_prob
 from .aes import aes_rates, aes_mask
 from .losses import ce_loss, ohem_ce, dr_weights, unsup_loss, unseen_classes, spare_classes
 from .copy_paste import adaptive_copy_paste
-from .cutmix import cutmix, adaptive_cutmix
+from .cutmix import cutmix, adaptive_cutmix, labeled_sources
 from .plan import to_device
 from .state import TrainState
 
@@ -200,13 +200,18 @@ def copy_paste_labeled(state: TrainState, lb: dict, g: torch.Generator,
                        trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, dict|None]:
     "ACP: the labeled batch with objects of low-confidence classes pasted in (Eq. 7), and the record; as is when off."
     m = state.cfg.method
+    if state.memory is not None: state.memory.update(lb['image'], lb['label'])   # the labeled memory sees the batch
     if not m.acp: return lb['image'], lb['label'], None
     with section(trace, 'ACP'):
         r_cp = sampling_prob(state.bank.conf, m.temperature, exclude=m.cp_exclude, sqrt=m.cp_sqrt)   # Eq. 7
+        mem = state.memory.draw(r_cp, len(lb['image']), g) if m.cp_source == 'memory' else None   # not in the paper
         x_l, y_l, cp = adaptive_copy_paste(lb['image'], lb['label'], r_cp, k=m.k, p=m.cp_prob, scale=m.cp_scale,
-                                           generator=g, return_info=True, choice=m.cp_choice)
+                                           generator=g, return_info=True, choice=m.cp_choice,
+                                           sources=None if mem is None else mem[:3])
     if trace is None: return x_l, y_l, None
-    return x_l, y_l, dict(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'])
+    return x_l, y_l, dict(r_cp=r_cp, cp_mask=cp['mask'], cp_src=cp['src'], cp_classes=cp['classes'],
+                          **({} if mem is None else dict(cp_memory_class=mem[2])))
+
 
 # %% ../nbs/18_steps.ipynb #6de0e2e3
 def acm_sources(state: TrainState, ub: dict, g: torch.Generator,
@@ -232,13 +237,17 @@ def acm_paste(state: TrainState, x_t: torch.Tensor, p_t: torch.Tensor, x_src: to
               p_src: torch.Tensor, g: torch.Generator,
               trace: Trace|None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict|None]:
     "Adaptive CutMix: into each target (`x_t`, `p_t`) its source's region of class c; (x_u, p_u, cut, record)."
-    m = state.cfg.method
+    m, valid, rec = state.cfg.method, src['valid'], {}
+    if m.acm_fallback == 'labeled':          # not in the paper: a labeled image where no pseudo-label holds c (13)
+        x_src, p_src, valid, rec['acm_labeled'] = labeled_sources(x_src, p_src, valid, src['classes'],
+                                                                  *state.memory.entries(src['classes'], g))
     with section(trace, 'ACM: regions + paste'):
         x_u, p_u, cut, found = adaptive_cutmix(x_t, p_t, x_src, p_src, src['classes'], g,
                                                min_area=m.r_star if m.acm_min_area is None else m.acm_min_area,
-                                               stride=m.acm_stride, src_valid=src['valid'], return_found=True,
+                                               stride=m.acm_stride, src_valid=valid, return_found=True,
                                                full=m.acm_full, position=m.box_position)
-    return x_u, p_u, cut, None if trace is None else dict(acm_found=found)
+    return x_u, p_u, cut, None if trace is None else dict(rec, acm_found=found)
+
 
 # %% ../nbs/18_steps.ipynb #ca29ca7e
 def mix_unlabeled(state: TrainState, ub: dict, p: dict, src: dict|None, g: torch.Generator,

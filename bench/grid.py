@@ -171,6 +171,8 @@ GRIDS.update({
                             | {'ael alpha0.5 fp32': ['method.name=ael'] + HALF + CPU + ['method.alpha=0.5', 'data.synthetic_val_n=400']}
                             # the confirmation's supervised draws and fully-labeled ceiling at the `cpu` setting, run on this machine;
                             # evaluated on 100 val scenes (the preset's 400: `bench/store_run.py --val-n 400` re-evaluates a cell's run)
+                            # a memory of the labeled set feeds ACP and ACM a class the batch and the pseudo-labels lack (12, 13)
+                            | {'ael memory fp32': ['method.name=ael'] + HALF + CPU + ['method.cp_source=memory', 'method.acm_fallback=labeled']}
                             | {'supervised fp32': ['method.name=supervised'] + CPU, 'ael fp32': ['method.name=ael'] + HALF + CPU,
                                'full fp32': FULL + S64H64 + ['data.batch_size=4', 'optim.iters=1600']},
                    baseline='supervised os8 fp32', ceiling='full os8 fp32'),
@@ -249,6 +251,7 @@ KEYS_ADDED_LATER = [('optim', 'loss_per_rank', False), ('method', 'acm_targets',
                     ('method', 'cp_choice', 'present'),
                     ('method', 'spare_unseen', 0.0),   # off: the paper's unlabeled loss
                     ('method', 'spare_prob', 0.0),
+                    ('method', 'cp_source', 'batch'), ('method', 'acm_fallback', 'box'), ('method', 'memory_slots', 4),   # off: the paper's sources
                     # UniMatch V2's keys (18d, 05a), at their defaults: no effect on the ResNet methods with SGD
                     ('model', 'lock_backbone', False), ('optim', 'optimizer', 'sgd'), ('optim', 'betas', [0.9, 0.999]),
                     ('optim', 'lr_lag', 0), ('method', 'comp_drop', True),

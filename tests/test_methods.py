@@ -99,3 +99,26 @@ def test_ael_train_cli_runs_unimatch_v2(tmp_path):
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / 'summary.json').read_text())
     assert s['method'] == 'unimatch_v2' and s['it'] == 2
+
+
+@pytest.mark.parametrize('over', [[], ['method.base=fixmatch', 'method.conf_thresh=0']])
+def test_labeled_memory_feeds_acp_and_acm_and_resumes_exactly(tmp_path, over):
+    "`method.cp_source=memory` and `method.acm_fallback=labeled`: the memory is filled and checkpointed, ACP's sources "
+    "come from it, ACM's source is a labeled image where the untrained teacher's pseudo-labels miss its class, and a "
+    "stopped run resumes bit for bit (the memory travels in the checkpoint)."
+    mem = ['method.name=ael', *over, 'method.cp_source=memory', 'method.acm_fallback=labeled', 'method.memory_slots=2',
+           'optim.iters=4', 'eval.interval=2', 'run.trace_interval=1', 'method.cp_prob=1']
+    full = train(tiny(tmp_path / 'full', *mem))
+    train(tiny(tmp_path / 'part', *mem, 'run.stop_at=3'))
+    ck = read_checkpoint(tmp_path / 'part' / 'latest.pth')
+    assert ck['it'] == 3 and int(ck['ranks'][0]['memory']['count'].sum()) > 0
+    rest = train(tiny(tmp_path / 'part', *mem, 'run.resume=true'))
+    for k in ('weights', 'teacher_weights', 'conf', 'last'):
+        assert json.dumps(rest[k], sort_keys=True) == json.dumps(full[k], sort_keys=True), k
+    traces = read_traces(tmp_path / 'full')
+    assert all(t['cp_src'].eq(-1).all() and 'cp_memory_class' in t and 'acm_labeled' in t for t in traces)
+    assert any(t['acm_labeled'].any() for t in traces)
+    # switched off, neither a memory nor its records
+    train(tiny(tmp_path / 'off', 'method.name=ael', *over, 'optim.iters=1', 'run.trace_interval=1'))
+    t = read_traces(tmp_path / 'off')[-1]
+    assert 'memory' not in read_checkpoint(tmp_path / 'off' / 'latest.pth')['ranks'][0] and 'acm_labeled' not in t
