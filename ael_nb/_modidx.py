@@ -21,7 +21,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                             'ael_nb.cli.ael_train': ('cli.html#ael_train', 'ael_nb/cli.py'),
                             'ael_nb.cli.check_classes': ('cli.html#check_classes', 'ael_nb/cli.py'),
                             'ael_nb.cli.check_device': ('cli.html#check_device', 'ael_nb/cli.py'),
-                            'ael_nb.cli.check_protocol': ('cli.html#check_protocol', 'ael_nb/cli.py'),
+                            'ael_nb.cli.check_mode': ('cli.html#check_mode', 'ael_nb/cli.py'),
                             'ael_nb.cli.config_from_args': ('cli.html#config_from_args', 'ael_nb/cli.py'),
                             'ael_nb.cli.eval_parser': ('cli.html#eval_parser', 'ael_nb/cli.py'),
                             'ael_nb.cli.guarded': ('cli.html#guarded', 'ael_nb/cli.py'),

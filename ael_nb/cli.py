@@ -27,7 +27,7 @@ from .draws import STORED, closing_summary, find_reference, find_twin, plot_vs_s
 
 # %% auto #0
 __all__ = ['FLAGS', 'positive', 'MAX_SIZE_HELP', 'train_parser', 'parse', 'config_from_args', 'resumed_config', 'measured_time',
-           'guarded', 'check_device', 'ael_train', 'next_steps', 'max_size_of', 'eval_parser', 'check_protocol',
+           'guarded', 'check_device', 'ael_train', 'next_steps', 'max_size_of', 'eval_parser', 'check_mode',
            'check_classes', 'output_names', 'overlay', 'save_prediction', 'ael_eval', 'released_setup',
            'predict_parser', 'predict_inputs', 'ael_predict']
 
@@ -230,12 +230,12 @@ def eval_parser() -> argparse.ArgumentParser:
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
-def check_protocol(args: argparse.Namespace, protocol: str, window, stride, flag: str = 'protocol'):
-    "Refuse --window/--stride/--crop that `protocol` (the mode, given as `--flag`) ignores, and a stride beyond the window (pixels no window covers), as `validate` does for ael-train."
+def check_mode(args: argparse.Namespace, mode: str, window, stride):
+    "Refuse --window/--stride/--crop that `mode` (`--mode`) ignores, and a stride beyond the window (pixels no window covers), as `validate` does for ael-train."
     need = dict(window='sliding', stride='sliding', crop='center')
-    bad = [f"--{k} is used only with --{flag} {v}" for k, v in need.items() if getattr(args, k, None) is not None and protocol != v]
-    if bad: raise ValueError(f"{'; '.join(bad)} (the {flag} here is {protocol})")
-    if protocol == 'sliding' and any(s > w for s, w in zip(stride, window)):
+    bad = [f"--{k} is used only with --mode {v}" for k, v in need.items() if getattr(args, k, None) is not None and mode != v]
+    if bad: raise ValueError(f"{'; '.join(bad)} (the mode here is {mode})")
+    if mode == 'sliding' and any(s > w for s, w in zip(stride, window)):
         raise ValueError(f"--stride {' '.join(map(str, stride))} exceeds --window {' '.join(map(str, window))} (the run's eval.stride/eval.window "
                          "where not given): pixels between windows would get no prediction")
 
@@ -290,7 +290,7 @@ def _eval(args):
     else: model, info, cfg, which = load_model(args.checkpoint, args.model, device)
     e = cfg.eval
     proto, mode, window, stride, crop = args.protocol or e.protocol, args.mode or e.mode, tuple(args.window or e.window), tuple(args.stride or e.stride), tuple(args.crop or e.crop)
-    check_protocol(args, mode, window, stride, 'mode')
+    check_mode(args, mode, window, stride)
     if mode not in protocol_of(proto).modes: raise ValueError(f"--mode {mode} is not offered by protocol {proto} ({protocol_of(proto).source}): use {' or '.join(protocol_of(proto).modes)}")
     settings = protocol_settings(e) | dict(protocol=proto)
     if args.dataset: cfg.data.dataset = args.dataset
@@ -323,7 +323,7 @@ def predict_parser() -> argparse.ArgumentParser:
     p.add_argument('images', help='folder of images')
     p.add_argument('out', help='folder for the masks (<name>.png)')
     p.add_argument('--model', default='auto', choices=['auto', 'teacher', 'student'])
-    p.add_argument('--protocol', default='whole', choices=['whole', 'sliding'], help='whole (default) or sliding windows')
+    p.add_argument('--mode', default='whole', choices=['whole', 'sliding'], help='whole (default) or sliding windows')
     p.add_argument('--window', type=positive, nargs=2, metavar=('H', 'W'), help="sliding window (default: the run's)")
     p.add_argument('--stride', type=positive, nargs=2, metavar=('H', 'W'), help="sliding stride (default: the run's)")
     p.add_argument('--max-size', type=arg_type(at_least(0)), metavar='N', help=MAX_SIZE_HELP)
@@ -358,7 +358,7 @@ def _predict(args):
     model, info, cfg, _ = load_model(args.checkpoint, args.model, device)
     todo = predict_inputs(args.images, args.out)
     window, stride = tuple(args.window or cfg.eval.window), tuple(args.stride or cfg.eval.stride)
-    check_protocol(args, args.protocol, window, stride)
+    check_mode(args, args.mode, window, stride)
     from PIL import Image
     Path(args.out).mkdir(parents=True, exist_ok=True)
     if args.overlay: (Path(args.out) / 'overlays').mkdir(exist_ok=True)
@@ -366,7 +366,7 @@ def _predict(args):
     with torch.no_grad():
         for f, dst in todo.items():
             img = read_image(f)
-            pred = predict_labels(model, normalize(img)[None].to(device), args.protocol, window, stride, max_size=max_size_of(args, cfg))[0]
+            pred = predict_labels(model, normalize(img)[None].to(device), args.mode, window, stride, max_size=max_size_of(args, cfg))[0]
             mask = colorize(pred, info.palette)
             Image.fromarray(mask).save(dst); written += 1
             if args.overlay: Image.fromarray(overlay(img, mask)).save(Path(args.out) / 'overlays' / dst.name)

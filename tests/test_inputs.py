@@ -170,9 +170,9 @@ def test_eval_and_predict_refuse_what_train_refuses(stopped, tmp_path):
     assert '--crop is used only with --mode center' in one_line(run('ael-eval', ck, '--crop', 16, 16))
     from ael_nb.datasets import make_fixture
     imgs = make_fixture('folder', tmp_path / 'imgs', n=2, size=(20, 28)) / 'a'
-    assert '--stride 24 24 exceeds --window 16 16' in one_line(run('ael-predict', ck, imgs, tmp_path / 'm', '--protocol', 'sliding',
+    assert '--stride 24 24 exceeds --window 16 16' in one_line(run('ael-predict', ck, imgs, tmp_path / 'm', '--mode', 'sliding',
                                                                     '--window', 16, 16, '--stride', 24, 24))
-    assert '--window is used only with --protocol sliding' in one_line(run('ael-predict', ck, imgs, tmp_path / 'm', '--window', 16, 16))
+    assert '--window is used only with --mode sliding' in one_line(run('ael-predict', ck, imgs, tmp_path / 'm', '--window', 16, 16))
     (tmp_path / 'file').write_text('x')
     assert f"{tmp_path / 'file'}: is a file; the output takes a folder" in one_line(run('ael-predict', ck, imgs, tmp_path / 'file'))
     assert not (tmp_path / 'm').exists()
