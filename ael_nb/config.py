@@ -652,7 +652,7 @@ def _method_checks(m: MethodConfig) -> list[str]:
     if m.jitter[3] > 0.5: bad.append(f"method.jitter={m.jitter!r}: the hue jitter (4th value) must be <= 0.5")
     return bad
 
-# %% ../nbs/14_config.ipynb #0337b3aa
+# %% ../nbs/14_config.ipynb #5e1c0a7d
 def _get(cfg, key):
     for p in key.split('.'): cfg = getattr(cfg, p)
     return cfg
@@ -663,6 +663,7 @@ def _typed(cls, leaf, v):
     if typing.get_origin(tp) is Literal: return v in typing.get_args(tp), f"one of {list(typing.get_args(tp))}"
     return isinstance(v, bool), 'true or false'
 
+# %% ../nbs/14_config.ipynb #0337b3aa
 def validate(cfg: Config) -> Config:
     "Check every key of `cfg` against `RANGES` (and its declared choices); raise one ValueError naming each bad key."
     bad = []
@@ -688,9 +689,9 @@ def validate(cfg: Config) -> Config:
         bad.append(f"data.crop_size={tuple(cfg.data.crop_size)!r} must be multiples of 14 for "
                    f"model.backbone={cfg.model.backbone} (the ViT's 14-pixel patches), e.g. (518, 518)")
     if not bad and cfg.model.backbone in DINOV2 and framework(cfg.method) == 'unimatch':
-        bad.append(f"method unimatch perturbs DeepLabv3+'s features (fp), which model.backbone={cfg.model.backbone} (a DPT) "
-                   "does not have: set model.backbone=resnet50 (resnet18 on a CPU), or use method unimatch_v2, the DPT's "
-                   "complementary channel dropout")
+        bad.append(f"method unimatch perturbs DeepLabv3+'s features (fp), which "
+                   f"model.backbone={cfg.model.backbone} (a DPT) does not have: set model.backbone=resnet50 "
+                   "(resnet18 on a CPU), or use method unimatch_v2, the DPT's complementary channel dropout")
     if not bad and cfg.model.backbone not in DINOV2 and framework(cfg.method) == 'unimatch_v2':
         bad.append(f"method unimatch_v2 perturbs a DINOv2 DPT by complementary channel dropout, which "
                    f"model.backbone={cfg.model.backbone} (DeepLabv3+) does not have: set model.backbone=dinov2_s "

@@ -189,7 +189,8 @@ def features(self: DeepLabV3Plus, x) -> dict:
 @patch
 def decode(self: DeepLabV3Plus, low, high, size) -> torch.Tensor:
     "Logits at `size` from the backbone's `low` and `high` maps: ASPP, decoder, classifier."
-    low, up = self.reduce(low), partial(resize_bilinear, deterministic=self.deterministic, align_corners=self.align_corners)
+    low = self.reduce(low)
+    up = partial(resize_bilinear, deterministic=self.deterministic, align_corners=self.align_corners)
     return up(self.classifier(self.decoder(torch.cat([up(self.aspp(high), low.shape[-2:]), low], 1))), size)
 
 # %% ../nbs/05_model.ipynb #80f9154e
@@ -203,7 +204,8 @@ def forward(self: DeepLabV3Plus, x,
         both = lambda t: torch.cat([t, F.dropout2d(t, fp, self.training)])
         out = dict(zip(('out', 'fp'), self.decode(both(f['low']), both(f['high']), x.shape[-2:]).chunk(2)))
     if self.aux_classifier is not None and self.training:
-        out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic, self.align_corners)
+        out['aux'] = resize_bilinear(self.aux_classifier(f['mid']), x.shape[-2:], self.deterministic,
+                                     self.align_corners)
     return out
 
 # %% ../nbs/05_model.ipynb #43249200
@@ -385,7 +387,8 @@ def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` or a `DPT` (`load_din
         path = imagenet_checkpoint(m.backbone_name)
     else: path = Path(pretrained)   # a Path from 'auto', or one given
     try: missing, _ = load_backbone(m, path)
-    except DataError as e: raise DataError(path, _whole(path, m.backbone_name) or f"{e.problem}; {PRETRAINED_HELP}") from e
+    except DataError as e:
+        raise DataError(path, _whole(path, m.backbone_name) or f"{e.problem}; {PRETRAINED_HELP}") from e
     if missing and all(k.startswith(STEM_KEYS) for k in missing):
         has, other = (('the 3x3 deep stem (model.deep_stem=true)', 'false') if m.deep_stem else
                       ("torchvision's 7x7 stem (model.deep_stem=false)", 'true'))

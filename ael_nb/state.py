@@ -105,7 +105,8 @@ def build_state(cfg: Config, data: RunData, device) -> TrainState:
 def tiny_state(*over: str,              # `key=value` overrides on the CPU preset and `ael_nb.plan.TINY`
                train: bool = True,      # the student in training mode (False: eval mode, a deterministic forward)
               ) -> tuple[TrainState, RunData, dict, dict]:
-    "The examples' fixture: a tiny run's state, its data, and one labeled and one unlabeled batch of two crops (32x32 under `TINY`)."
+    ("The examples' fixture: a tiny run's state, its data, and one labeled and one unlabeled batch of two crops "
+     "(32x32 under `TINY`).")
     cfg = get_config('cpu', overrides=TINY + list(over))
     data = build_data(cfg); seed_everything(0)
     state = build_state(cfg, data, torch.device('cpu')); state.student.train(train)
