@@ -673,7 +673,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'ael_nb.model._kaiming': ('model.html#_kaiming', 'ael_nb/model.py'),
                               'ael_nb.model._keep_bn_stats': ('model.html#_keep_bn_stats', 'ael_nb/model.py'),
                               'ael_nb.model._scratch': ('model.html#_scratch', 'ael_nb/model.py'),
-                              'ael_nb.model._whole': ('model.html#_whole', 'ael_nb/model.py'),
                               'ael_nb.model.auto_dinov2': ('model.html#auto_dinov2', 'ael_nb/model.py'),
                               'ael_nb.model.auto_imagenet': ('model.html#auto_imagenet', 'ael_nb/model.py'),
                               'ael_nb.model.build_model': ('model.html#build_model', 'ael_nb/model.py'),

@@ -365,11 +365,6 @@ def auto_imagenet(backbone: str,    # one of `IMAGENET_WEIGHTS`
     return path
 
 # %% ../nbs/05_model.ipynb #08a28084
-def _whole(path, backbone: str) -> str | None:
-    "What `path` holds if it is another codebase's whole model of another backbone (`ael_nb.released.whole_model`)."
-    from ael_nb.released import whole_model   # that module builds on this one
-    return whole_model(path, backbone)
-
 def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` or a `DPT` (`load_dinov2`), possibly DDP-wrapped
                     pretrained,        # 'imagenet', 'auto', a checkpoint path, or None / 'none' (random weights)
                    ) -> Path | None:   # the file loaded
@@ -388,7 +383,7 @@ def load_pretrained(model: nn.Module,  # a `DeepLabV3Plus` or a `DPT` (`load_din
     else: path = Path(pretrained)   # a Path from 'auto', or one given
     try: missing, _ = load_backbone(m, path)
     except DataError as e:
-        raise DataError(path, _whole(path, m.backbone_name) or f"{e.problem}; {PRETRAINED_HELP}") from e
+        raise DataError(path, f"{e.problem}; {PRETRAINED_HELP}") from e
     if missing and all(k.startswith(STEM_KEYS) for k in missing):
         has, other = (('the 3x3 deep stem (model.deep_stem=true)', 'false') if m.deep_stem else
                       ("torchvision's 7x7 stem (model.deep_stem=false)", 'true'))
@@ -436,7 +431,7 @@ def load_dinov2(model: nn.Module,  # a `DPT` (possibly DDP-wrapped)
     if _scratch(pretrained): return None
     path = Path(pretrained)
     try: missing, unexpected = load_backbone(m, path)
-    except DataError as e: raise DataError(path, _whole(path, m.arch) or f"{e.problem}; {dinov2_help(m.arch)}") from e
+    except DataError as e: raise DataError(path, f"{e.problem}; {dinov2_help(m.arch)}") from e
     unexpected = [k for k in unexpected if k not in DINOV2_UNUSED and not k.startswith('head.')]
     if missing or unexpected:
         keys = lambda ks: ', '.join(ks[:4]) + (', ...' if len(ks) > 4 else '')

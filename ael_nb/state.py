@@ -21,6 +21,7 @@ from .dpt import DINOV2, DPT
 from .teacher import make_teacher
 from .cutmix import ClassTable
 from .copy_paste import LabeledMemory
+from .released import whole_model
 from .plan import RunData, Augmented, AcmSources, TINY, build_data, collate
 
 # %% auto #0
@@ -71,10 +72,12 @@ def make_scheduler(opt: torch.optim.Optimizer, o: OptimConfig) -> torch.optim.lr
 def build_state(cfg: Config, data: RunData, device) -> TrainState:
     "Student (DDP-wrapped when several ranks train), teacher, optimiser, schedule, bank and class table."
     num_classes = data.info.num_classes
-    student = build_model(num_classes, cfg.model.backbone, cfg.model.output_stride, cfg.model.deep_stem, cfg.model.aux,
-                          cfg.model.pretrained, dropout=cfg.model.dropout, head_channels=cfg.model.head_channels,
-                          checkpointing=cfg.model.checkpointing, deterministic=cfg.run.deterministic,
-                          lock_backbone=cfg.model.lock_backbone).to(device)
+    m = cfg.model
+    try: student = build_model(num_classes, m.backbone, m.output_stride, m.deep_stem, m.aux, m.pretrained,
+                               dropout=m.dropout, head_channels=m.head_channels, checkpointing=m.checkpointing,
+                               deterministic=cfg.run.deterministic, lock_backbone=m.lock_backbone).to(device)
+    except DataError as e:   # a whole released model given as backbone weights: say what it holds
+        raise DataError(e.path, whole_model(e.path, m.backbone) or e.problem) from e
     if cfg.model.channels_last: student = student.to(memory_format=torch.channels_last)
     teacher = make_teacher(student) if cfg.method.name != 'supervised' else None
     if cfg.model.compile:
