@@ -170,8 +170,9 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
              ) -> int:
     "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; 75 if all requeue."
     status = Path(tempfile.mkdtemp(prefix='ael-status-'))
-    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1',
-               AEL_STATUS_DIR=str(status))
+    # torchrun dies of SIGTERM and SIGUSR1 without a word (a scheduler sends them to every process of a job);
+    # its ranks hear of the stop themselves and from its death (`die_with_parent`)
+    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGINT,SIGHUP,SIGQUIT', AEL_STATUS_DIR=str(status))
     launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
     def forward(signum, frame):
         sig = signal.SIGTERM if signum == signal.SIGHUP else signum
@@ -197,7 +198,7 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
         shutil.rmtree(status, ignore_errors=True)
     if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
     if rc == 0: return 0
-    return next((c for c in codes if c not in (0, EXIT_REQUEUE)), rc)
+    return next((c for c in codes if c not in (0, EXIT_REQUEUE)), 128 - rc if rc < 0 else rc)   # killed: 128 + signal, as a shell says
 
 # %% ../nbs/21_faults.ipynb #456ac034
 def resume_command(out, world: int = 1) -> str:
