@@ -392,6 +392,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.faults._claim': ('faults.html#_claim', 'ael_nb/faults.py'),
                                'ael_nb.faults._full_disk': ('faults.html#_full_disk', 'ael_nb/faults.py'),
                                'ael_nb.faults._status_dir': ('faults.html#_status_dir', 'ael_nb/faults.py'),
+                               'ael_nb.faults._stopped_early': ('faults.html#_stopped_early', 'ael_nb/faults.py'),
                                'ael_nb.faults.agree': ('faults.html#agree', 'ael_nb/faults.py'),
                                'ael_nb.faults.check_resume': ('faults.html#check_resume', 'ael_nb/faults.py'),
                                'ael_nb.faults.check_weights': ('faults.html#check_weights', 'ael_nb/faults.py'),

@@ -116,9 +116,14 @@ def _status_dir() -> Path|None:
     d = os.environ.get('AEL_STATUS_DIR')
     return Path(d) if d and os.path.isdir(d) else None
 
+def _stopped_early(signum, frame):
+    raise Preempted(f"{signal.Signals(signum).name} before training started: nothing new to checkpoint")
+
 def under_launcher():
-    "A training process under torchrun: end with its launcher (`die_with_parent`); tell `supervise` its process id."
+    "A training process under torchrun: a stop before training is one line and 75; it ends with its launcher; `supervise` learns its pid."
     if not os.environ.get('TORCHELASTIC_RUN_ID'): return
+    if threading.current_thread() is threading.main_thread():   # until `StopSignals` takes over, and after it
+        for s in STOP_SIGNALS: signal.signal(getattr(signal, s), _stopped_early)
     die_with_parent()
     if (d := _status_dir()) is not None:
         atomic_write_text(Path(d, f"{os.environ.get('RANK', '0')}.pid"), str(os.getpid()))
@@ -171,8 +176,10 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
     "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; 75 if all requeue."
     status = Path(tempfile.mkdtemp(prefix='ael-status-'))
     # torchrun dies of SIGTERM and SIGUSR1 without a word (a scheduler sends them to every process of a job);
-    # its ranks hear of the stop themselves and from its death (`die_with_parent`)
-    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGINT,SIGHUP,SIGQUIT', AEL_STATUS_DIR=str(status))
+    # its ranks hear of the stop themselves and from its death (`die_with_parent`). torchrun's --signals-to-handle
+    # (PET_SIGNALS_TO_HANDLE) overwrites TORCHELASTIC_SIGNALS_TO_HANDLE, which older torch versions read
+    handled = 'SIGINT,SIGHUP,SIGQUIT'
+    env = dict(os.environ, PET_SIGNALS_TO_HANDLE=handled, TORCHELASTIC_SIGNALS_TO_HANDLE=handled, AEL_STATUS_DIR=str(status))
     launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
     def forward(signum, frame):
         sig = signal.SIGTERM if signum == signal.SIGHUP else signum

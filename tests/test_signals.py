@@ -115,3 +115,15 @@ def test_launcher_killed_outright_takes_its_ranks_along(tmp_path):
     t0 = time.time()
     while alive(procs) and time.time() - t0 < 120: time.sleep(0.5)
     assert_stopped_cleanly(out, procs)
+
+
+@pytest.mark.slow
+def test_term_to_every_process_is_one_line_not_a_traceback(tmp_path):
+    """SIGTERM to ael-launch, torchrun and both ranks at once (what SLURM's scancel sends, and SIGKILL after KillWait):
+    the ranks checkpoint, torchrun dies without a traceback, ael-launch exits 75 after the checkpoint."""
+    out = tmp_path / 'cpu' / 'drawn_seed0'
+    p, procs = start(['ael-launch', '--preset', 'cpu', '--gpus', '2', '--out-root', str(tmp_path)] + LONG, out)
+    for pid in [p.pid] + procs: os.kill(pid, signal.SIGTERM)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == EXIT_REQUEUE and 'Traceback' not in err, err
+    assert_stopped_cleanly(out, procs)
