@@ -175,23 +175,37 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
              ) -> int:
     "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; 75 if all requeue."
     status = Path(tempfile.mkdtemp(prefix='ael-status-'))
-    # torchrun dies of SIGTERM and SIGUSR1 without a word (a scheduler sends them to every process of a job);
-    # its ranks hear of the stop themselves and from its death (`die_with_parent`). torchrun's --signals-to-handle
-    # (PET_SIGNALS_TO_HANDLE) overwrites TORCHELASTIC_SIGNALS_TO_HANDLE, which older torch versions read
+    # torchrun ignores SIGTERM and SIGUSR1 (a scheduler sends them to every process of a job) and so do its ranks until
+    # they handle them (`under_launcher`); torchrun's --signals-to-handle (PET_SIGNALS_TO_HANDLE) overwrites
+    # TORCHELASTIC_SIGNALS_TO_HANDLE, which older torch versions read
     handled = 'SIGINT,SIGHUP,SIGQUIT'
     env = dict(os.environ, PET_SIGNALS_TO_HANDLE=handled, TORCHELASTIC_SIGNALS_TO_HANDLE=handled, AEL_STATUS_DIR=str(status))
-    launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
-    def forward(signum, frame):
-        sig = signal.SIGTERM if signum == signal.SIGHUP else signum
-        pids = [int(f.read_text()) for f in status.glob('*.pid')]
-        for pid in pids or ([launcher.pid] if launcher.poll() is None else []):
-            try: os.killpg(pid, sig) if pids else os.kill(pid, signal.SIGTERM)
+    def start():                                   # in torchrun, before it starts
+        for s in (signal.SIGTERM, signal.SIGUSR1): signal.signal(s, signal.SIG_IGN)
+        die_with_parent(signal.SIGKILL)            # it ignores SIGTERM; its ranks get theirs from its death
+    launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=start)
+    stop, told = [], set()                         # the stop signals received; the ranks that heard the last one
+    def ranks_now() -> set[int]:
+        pids = set()
+        for f in status.glob('*.pid'):
+            try: pids.add(int(f.read_text()))
+            except (OSError, ValueError): pass
+        return pids
+    def send(sig, pids):
+        for pid in pids:
+            try: os.killpg(pid, sig)
             except (ProcessLookupError, PermissionError): pass
+        told.update(pids)
+    def forward(signum, frame):
+        stop.append(signal.SIGTERM if signum == signal.SIGHUP else signal.Signals(signum))
+        told.clear(); send(stop[-1], ranks_now())
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
     try:
-        rc = launcher.wait()
+        while (rc := launcher.poll()) is None:     # a rank that starts after a stop signal hears it when it registers
+            if stop: send(stop[-1], ranks_now() - told)
+            time.sleep(0.1)
         late = wait_for_ranks(status, wait_s)
         unsaved = [r for r in late if not (status / str(r)).exists()]
         if late:
