@@ -24,6 +24,7 @@ from ael_nb.plan import TINY
 from ael_nb.runlog import read_metrics
 from ael_nb.state import read_checkpoint
 
+TIMEOUT_S = 240    # a fault's segment that runs longer hangs (start-up is under a minute on a loaded 2-core CPU)
 KINDS = ('SIGKILL', 'SIGTERM', 'SIGINT', 'SIGINT2', 'SIGUSR1', 'ENOSPC')
 ENV = dict(os.environ, OMP_NUM_THREADS='1', PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", PYTHONPATH=str(REPO))
 
@@ -122,10 +123,17 @@ def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters:
                     os.killpg(p.pid, signal.SIGINT)
                     if kind == 'SIGINT2': time.sleep(rng.uniform(0, 0.5)); os.killpg(p.pid, signal.SIGINT)
                 elif kind == 'ENOSPC': filler = fill(disk)
-            try: _, err = p.communicate(timeout=300)
-            except subprocess.TimeoutExpired:
-                for pid in descendants(p.pid) + [p.pid]: os.kill(pid, signal.SIGKILL)
-                raise SystemExit(f'fault {i} ({kind}): the run did not end within 300 s')
+            hung = []
+            try: _, err = p.communicate(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:        # what was still running, then end it and go on
+                for q in [p.pid] + descendants(p.pid):
+                    try: hung.append(f"{q} {Path(f'/proc/{q}/cmdline').read_text().replace(chr(0), ' ')[:90]} "
+                                     f"wchan={Path(f'/proc/{q}/wchan').read_text()}")
+                    except OSError: pass
+                for q in descendants(p.pid)[::-1] + [p.pid]:
+                    try: os.kill(q, signal.SIGKILL)
+                    except ProcessLookupError: pass
+                _, err = p.communicate()
             if filler is not None: filler.unlink()
             t_end = time.time()
             while any(running(q) for q in procs_now) and time.time() - t_end < 60: time.sleep(0.1)
@@ -138,11 +146,14 @@ def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters:
             problems += [f'checkpoint went back: {last_it} -> {it}'] * (it < last_it)
             problems += [f'temporary files left: {partial}'] * bool(partial and kind != 'SIGKILL')
             if said and int(said.group(2)) != it: problems.append(f"rank 0 said it saved step {said.group(2)}, latest.pth holds {it}")
-            if 'Traceback' in err: problems.append('a traceback: ' + err[err.index('Traceback'):][-300:])
+            problems += [f'did not end within {TIMEOUT_S} s: ' + '; '.join(hung) + ' | ' + err[-400:]] * bool(hung)
+            # a full disk fails the run: ael-train's one line, then torchrun's report of a failed worker (its own words)
+            disk_full = kind == 'ENOSPC' and 'no space left on device' in err and 'ChildFailedError' in err
+            if 'Traceback' in err and not disk_full: problems.append('a traceback: ' + err[err.index('Traceback'):][-300:])
             problems += [f'the run ended before the fault (status {p.returncode})'] * (not hit)
             tail = err.strip().splitlines()[-1] if err.strip() else ''
             rec = dict(i=i, fault=kind, moment='start-up' if in_startup else 'training', delay_s=round(delay, 3),
-                       status=p.returncode, latest_it=it, hit=hit,
+                       status=p.returncode, latest_it=it, hit=hit, err_tail=err[-600:],
                        secs=round(t_end - t0, 1), last_line=tail[:160], problems=problems)
             log.append(rec); last_it = it
             say(f"{i:3d} {kind:8s} {rec['moment']:8s} +{delay:5.2f} s  status {p.returncode:4d}  latest.pth step {it:3d}"
@@ -168,12 +179,26 @@ def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters:
     return report
 
 
+def markdown(rep: dict) -> str:
+    "The report as RESULTS.md shows it: faults by kind with the exit statuses seen, resumes, digests."
+    rows = '\n'.join(f"| {k} | {rep['by_kind'][k]} | {', '.join(map(str, rep['statuses'][k]))} |" for k in KINDS)
+    return (f"**{rep['procs']} process{'es' * (rep['procs'] > 1)}** (seed {rep['seed']}, {rep['iters']} steps): "
+            f"{rep['faults_sent']} faults sent to a running run ({rep['in_training']} after a step, the others in the start-up), "
+            f"{rep['resumes']} resumes, then the last start ran to step {rep['final_it']} (status {rep['final_status']}). "
+            f"Final weights digest `{rep['final_digest']}`, uninterrupted run `{rep['reference_digest']}`: "
+            f"{'equal' if rep['final_digest'] == rep['reference_digest'] else 'DIFFERENT'}; metrics.jsonl "
+            f"{'equal' if rep['metrics_equal'] else 'DIFFERENT'} (throughput aside); problems found: {len(rep['problems'])}.\n\n"
+            f"| fault | sent | exit statuses of ael-launch |\n|---|---|---|\n{rows}\n")
+
+
 if __name__ == '__main__':
     a = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     a.add_argument('--procs', type=int, default=1); a.add_argument('--faults', type=int, default=50)
     a.add_argument('--seed', type=int); a.add_argument('--iters', type=int)
     a.add_argument('--work', help='work folder (default: a new temporary one)'); a.add_argument('--json')
+    a.add_argument('--report', nargs='+', metavar='JSON', help='print the markdown of these reports, run nothing')
     args = a.parse_args()
+    if args.report: print('\n'.join(markdown(json.loads(Path(f).read_text())) for f in args.report)); sys.exit(0)
     work = Path(args.work or tempfile.mkdtemp(prefix='ael-soak-'))
     rep = soak(work, args.procs, args.faults, args.seed, args.iters)
     rep['command'] = 'python ' + ' '.join(sys.argv)
