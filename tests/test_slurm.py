@@ -79,6 +79,7 @@ def digest(tmp_path, seed: int) -> str:
     return train(get_config('cpu', overrides=RUN + [f'run.seed={seed}', f'run.out={tmp_path / f"ref{seed}"}']))['weights']
 
 
+@pytest.mark.slow
 def test_gpu_preset_script_accepted_by_sbatch(slurm, tmp_path):
     "The GPU preset's script passes `sbatch --test-only` where the node declares GPUs; more GPUs than the node has do not."
     base = ['ael-launch', '--preset', 'cityscapes', '--data-root', '/data/cityscapes', '--manifest',
