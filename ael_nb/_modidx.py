@@ -630,6 +630,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.runlog.RunLog.close': ('runlog.html#runlog.close', 'ael_nb/runlog.py'),
                                'ael_nb.runlog.RunLog.write': ('runlog.html#runlog.write', 'ael_nb/runlog.py'),
                                'ael_nb.runlog._records': ('runlog.html#_records', 'ael_nb/runlog.py'),
+                               'ael_nb.runlog.append_line': ('runlog.html#append_line', 'ael_nb/runlog.py'),
                                'ael_nb.runlog.compact_trace': ('runlog.html#compact_trace', 'ael_nb/runlog.py'),
                                'ael_nb.runlog.eval_scalars': ('runlog.html#eval_scalars', 'ael_nb/runlog.py'),
                                'ael_nb.runlog.evaluate_models': ('runlog.html#evaluate_models', 'ael_nb/runlog.py'),
