@@ -198,7 +198,10 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
         told.update(pids)
     def forward(signum, frame):
         stop.append(signal.SIGTERM if signum == signal.SIGHUP else signal.Signals(signum))
-        told.clear(); send(stop[-1], ranks_now())
+        told.clear(); pids = ranks_now(); send(stop[-1], pids)
+        if not pids:                               # torchrun before any rank: it ends, a rank starting under it ends too
+            try: os.killpg(launcher.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError): pass
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
