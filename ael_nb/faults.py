@@ -116,9 +116,14 @@ def _status_dir() -> Path|None:
     d = os.environ.get('AEL_STATUS_DIR')
     return Path(d) if d and os.path.isdir(d) else None
 
+def _stopped_early(signum, frame):
+    raise Preempted(f"{signal.Signals(signum).name} before training started: nothing new to checkpoint")
+
 def under_launcher():
-    "A training process under torchrun: end with its launcher (`die_with_parent`); tell `supervise` its process id."
+    "A training process under torchrun: a stop before training is one line and 75; it ends with its launcher; `supervise` learns its pid."
     if not os.environ.get('TORCHELASTIC_RUN_ID'): return
+    if threading.current_thread() is threading.main_thread():   # until `StopSignals` takes over, and after it
+        for s in STOP_SIGNALS: signal.signal(getattr(signal, s), _stopped_early)
     die_with_parent()
     if (d := _status_dir()) is not None:
         atomic_write_text(Path(d, f"{os.environ.get('RANK', '0')}.pid"), str(os.getpid()))
@@ -170,20 +175,40 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
              ) -> int:
     "Run `cmd` so that a stop signal to this process (or its group) reaches every training process; 75 if all requeue."
     status = Path(tempfile.mkdtemp(prefix='ael-status-'))
-    env = dict(os.environ, TORCHELASTIC_SIGNALS_TO_HANDLE='SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1',
-               AEL_STATUS_DIR=str(status))
-    launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=die_with_parent)
+    # torchrun ignores SIGTERM and SIGUSR1 (a scheduler sends them to every process of a job) and so do its ranks until
+    # they handle them (`under_launcher`); torchrun's --signals-to-handle (PET_SIGNALS_TO_HANDLE) overwrites
+    # TORCHELASTIC_SIGNALS_TO_HANDLE, which older torch versions read
+    handled = 'SIGINT,SIGHUP,SIGQUIT'
+    env = dict(os.environ, PET_SIGNALS_TO_HANDLE=handled, TORCHELASTIC_SIGNALS_TO_HANDLE=handled, AEL_STATUS_DIR=str(status))
+    def start():                                   # in torchrun, before it starts
+        for s in (signal.SIGTERM, signal.SIGUSR1): signal.signal(s, signal.SIG_IGN)
+        die_with_parent(signal.SIGKILL)            # it ignores SIGTERM; its ranks get theirs from its death
+    launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=start)
+    stop, told = [], set()                         # the stop signals received; the ranks that heard the last one
+    def ranks_now() -> set[int]:
+        pids = set()
+        for f in status.glob('*.pid'):
+            try: pids.add(int(f.read_text()))
+            except (OSError, ValueError): pass
+        return pids
+    def send(sig, pids):
+        for pid in pids:
+            try: os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError): pass
+        told.update(pids)
     def forward(signum, frame):
-        sig = signal.SIGTERM if signum == signal.SIGHUP else signum
-        pids = [int(f.read_text()) for f in status.glob('*.pid')]
-        for pid in pids or ([launcher.pid] if launcher.poll() is None else []):
-            try: os.killpg(pid, sig) if pids else os.kill(pid, signal.SIGTERM)
+        stop.append(signal.SIGTERM if signum == signal.SIGHUP else signal.Signals(signum))
+        told.clear(); pids = ranks_now(); send(stop[-1], pids)
+        if not pids:                               # torchrun before any rank: it ends, a rank starting under it ends too
+            try: os.killpg(launcher.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError): pass
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
     try:
-        rc = launcher.wait()
+        while (rc := launcher.poll()) is None:     # a rank that starts after a stop signal hears it when it registers
+            if stop: send(stop[-1], ranks_now() - told)
+            time.sleep(0.1)
         late = wait_for_ranks(status, wait_s)
         unsaved = [r for r in late if not (status / str(r)).exists()]
         if late:
@@ -197,7 +222,7 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
         shutil.rmtree(status, ignore_errors=True)
     if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
     if rc == 0: return 0
-    return next((c for c in codes if c not in (0, EXIT_REQUEUE)), rc)
+    return next((c for c in codes if c not in (0, EXIT_REQUEUE)), 128 - rc if rc < 0 else rc)   # killed: 128 + signal, as a shell says
 
 # %% ../nbs/21_faults.ipynb #456ac034
 def resume_command(out, world: int = 1) -> str:

@@ -15,8 +15,8 @@ from .cli import train_parser, config_from_args
 from .config import PRESETS
 
 # %% auto #0
-__all__ = ['train_argv', 'resolve', 'torchrun_argv', 'plan_runs', 'SlurmJob', 'slurm_script', 'slurm_seconds', 'launch_parser',
-           'check_launch', 'ael_launch', 'follow', 'describe']
+__all__ = ['CPU_PRESETS', 'train_argv', 'resolve', 'torchrun_argv', 'plan_runs', 'wants_cuda', 'SlurmJob', 'slurm_script',
+           'slurm_seconds', 'launch_parser', 'check_launch', 'ael_launch', 'follow', 'describe']
 
 # %% ../nbs/25_launch.ipynb #8abf9c73
 def train_argv(preset: str,                  # a preset of `ael_nb.config.PRESETS`
@@ -89,27 +89,37 @@ def _sh(a: str) -> str:
     "Shell-quote `a`, leaving `$VAR` references to be expanded (double quotes)."
     return f'"{a}"' if '$' in a and '"' not in a and '`' not in a else shlex.quote(a)
 
+CPU_PRESETS = ('cpu', 'cpu96')   # presets made for the CPU: their tasks ask SLURM for cores, not GPUs
+
+def wants_cuda(cfg) -> bool:
+    "Whether a run of `cfg` trains on GPUs: `run.device` cuda, or auto in a preset not made for the CPU."
+    return cfg.run.device.startswith('cuda') or (cfg.run.device == 'auto' and cfg.preset not in CPU_PRESETS)
+
 @dataclass
 class SlurmJob:
     "What each task of the job array asks SLURM for, and where its output goes."
-    gpus: int = 8                     # GPUs per node
+    gpus: int = 8                     # processes per node (one GPU each where `cuda`)
     nnodes: int = 1                   # nodes per run
     time_limit: str = '24:00:00'      # --time
     signal_secs: int = 600            # USR1 this long before the time limit (checkpoint + exit)
     job_name: str = 'ael'
     partition: str|None = None
     account: str|None = None
-    cpus_per_gpu: int = 4             # --cpus-per-task = gpus x this (DataLoader workers)
-    log_dir: str = 'runs/slurm'       # where SLURM writes each task's output
+    cpus_per_proc: int = 4            # --cpus-per-task = gpus x this (GPU: DataLoader workers; CPU: torch threads)
+    log_dir: str = 'runs/slurm'       # where SLURM writes each task's output (it must exist at submission)
     port: int = 29500                 # c10d rendezvous port on the first node
+    cuda: bool = True                 # one GPU per process (--gpus-per-node); False: cores only
+    workdir: str|None = None          # --chdir, where relative paths start (None: the folder sbatch runs in)
 
     def sbatch(self, n_runs: int) -> list[str]:
         "The `#SBATCH` lines of a job array of `n_runs` tasks, requeued on preemption."
-        opts = [f'job-name={self.job_name}', f'nodes={self.nnodes}', 'ntasks-per-node=1', f'gpus-per-node={self.gpus}',
-                f'cpus-per-task={self.gpus * self.cpus_per_gpu}', f'time={self.time_limit}',
-                f'signal=B:USR1@{self.signal_secs}', 'requeue', 'open-mode=append',
-                f'output={self.log_dir}/%x_%A_%a.out', f'array=0-{n_runs - 1}']
+        opts = ([f'job-name={self.job_name}', f'nodes={self.nnodes}', 'ntasks-per-node=1']
+                + [f'gpus-per-node={self.gpus}'] * self.cuda
+                + [f'cpus-per-task={self.gpus * self.cpus_per_proc}', f'time={self.time_limit}',
+                   f'signal=B:USR1@{self.signal_secs}', 'requeue', 'open-mode=append',
+                   f'output={self.log_dir}/%x_%A_%a.out', f'array=0-{n_runs - 1}'])
         opts += [f'partition={self.partition}'] * bool(self.partition) + [f'account={self.account}'] * bool(self.account)
+        opts += [f'chdir={self.workdir}'] * bool(self.workdir)
         return ['#SBATCH --' + o for o in opts]
 
 # %% ../nbs/25_launch.ipynb #00b75d48
@@ -122,27 +132,31 @@ def _array_case(i: int, run: dict, job: SlurmJob) -> str:
     return f'  {i}) OUT={_sh(run["out"])}; set -- {" ".join(map(_sh, cmd))} ;;'
 
 # %% ../nbs/25_launch.ipynb #401bd7c8
-# the shell of every task: pick the run, run it through ael-launch (which resumes it), requeue it if it was stopped
+# the shell of every task: pick the run, run it through ael-launch (which resumes it); USR1 requeues, TERM stops
 _TASK = """
 # written by ael-launch; one array task per run. Submit: sbatch <this file>
 set -u
 EXIT_REQUEUE={EXIT_REQUEUE}   # ael_nb.core.EXIT_REQUEUE: every rank checkpointed and wants to be requeued
-mkdir -p {log_dir}
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) MASTER_PORT={port}
-export OMP_NUM_THREADS=${{OMP_NUM_THREADS:-4}}
+export OMP_NUM_THREADS=${{OMP_NUM_THREADS:-{threads}}}
 case "${{SLURM_ARRAY_TASK_ID:-0}}" in
 {cases}
   *) echo "no run for array task $SLURM_ARRAY_TASK_ID" >&2; exit 2 ;;
 esac
-SIGNALLED=0
-forward() {{ SIGNALLED=1; echo "ael-launch: signal received, asking the run to checkpoint"; kill -TERM "$CHILD" 2>/dev/null; }}
-trap forward USR1 TERM
-echo "ael-launch: $*"
+STOP=   # the signal this shell received: USR1 (time limit ahead, preemption: requeue) or TERM (scancel: stop)
+forward() {{ STOP=${{STOP:-$1}}; [ "$1" = TERM ] && STOP=TERM; kill -"$1" "$CHILD" 2>/dev/null; }}
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
+echo "ael-launch: job $SLURM_JOB_ID, restart ${{SLURM_RESTART_COUNT:-0}}: $*"
 "$@" &   # ael-launch returns after every rank's stop checkpoint is on disk
 CHILD=$!
 wait "$CHILD"; rc=$?
 while kill -0 "$CHILD" 2>/dev/null; do wait "$CHILD"; rc=$?; done   # wait again after a trap interrupted wait
-if [ "$rc" -eq "$EXIT_REQUEUE" ] || {{ [ "$SIGNALLED" -eq 1 ] && [ "$rc" -ne 0 ]; }}; then
+if [ "$STOP" = TERM ]; then
+  echo "ael-launch: stopped by SIGTERM (status $rc), not requeued; $OUT/latest.pth is kept, a new submission resumes it"
+  exit "$rc"
+fi
+if [ "$rc" -eq "$EXIT_REQUEUE" ] || {{ [ "$STOP" = USR1 ] && [ "$rc" -ne 0 ]; }}; then
   echo "ael-launch: run stopped (status $rc), requeueing job $SLURM_JOB_ID; it resumes from $OUT/latest.pth"
   scontrol requeue "$SLURM_JOB_ID"
   exit 0
@@ -158,7 +172,7 @@ def slurm_script(runs: list[dict],               # from `plan_runs`
     job = job or SlurmJob()
     cases = '\n'.join(_array_case(i, r, job) for i, r in enumerate(runs))
     return '\n'.join(['#!/bin/bash'] + job.sbatch(len(runs))) + '\n' + _TASK.format(
-        EXIT_REQUEUE=EXIT_REQUEUE, log_dir=_sh(job.log_dir), port=job.port, cases=cases)
+        EXIT_REQUEUE=EXIT_REQUEUE, port=job.port, threads=job.cpus_per_proc, cases=cases)
 
 # %% ../nbs/25_launch.ipynb #913b448e
 def slurm_seconds(text: str) -> int:
@@ -232,6 +246,8 @@ def launch_parser() -> argparse.ArgumentParser:
                    help='USR1 this many seconds before the limit (default 600)')
     s.add_argument('--partition', type=arg_type(_word)); s.add_argument('--account', type=arg_type(_word))
     s.add_argument('--job-name', type=arg_type(_word), help='(default ael)')
+    s.add_argument('--cpus-per-proc', type=arg_type(at_least(1)),
+                   help='cores per process: --cpus-per-task is --gpus times this (default 4; CPU presets: run.threads, else 4)')
     p.add_argument('--debug', action='store_true', help='show the traceback of an error instead of one line')
     return p
 
@@ -239,7 +255,7 @@ def launch_parser() -> argparse.ArgumentParser:
 def check_launch(args: argparse.Namespace, argv: list[str]):
     "Refuse options this launch would ignore and values that cannot work together, naming the options."
     given = lambda o: any(x == o or x.startswith(o + '=') for x in argv)
-    slurm_only = [o for o in ('--time', '--signal-secs', '--partition', '--account', '--job-name') if given(o)]
+    slurm_only = [o for o in ('--time', '--signal-secs', '--partition', '--account', '--job-name', '--cpus-per-proc') if given(o)]
     if slurm_only and not args.slurm: raise ValueError(f"{', '.join(slurm_only)}: used only with --slurm (a batch script)")
     if args.slurm:
         ignored = [o for o in ('--rdzv-endpoint', '--node-rank', '--rdzv-id') if given(o)]
@@ -268,13 +284,17 @@ def ael_launch(argv=None) -> int:
     try:
         check_launch(args, argv)
         runs = plan_runs(args.preset, args.manifest, args.folds, args.seeds, args.data_root, args.out_root, args.overrides)
-        for r in runs: resolve(r['argv'])           # a bad key or value stops here, before anything starts
+        cfgs = [resolve(r['argv']) for r in runs]    # a bad key or value stops here, before anything starts
         cmds = [torchrun_argv(r['argv'], args.gpus, args.nnodes, args.rdzv_endpoint, args.node_rank, args.rdzv_id or 'ael') for r in runs]
         if args.slurm:
+            cuda = wants_cuda(cfgs[0])
             job = SlurmJob(args.gpus, args.nnodes, args.time or '24:00:00', args.signal_secs or 600, args.job_name or 'ael', args.partition,
-                           args.account)
+                           args.account, args.cpus_per_proc or (4 if cuda else cfgs[0].run.threads or 4),
+                           str(Path(args.out_root, 'slurm')), cuda=cuda, workdir=os.getcwd())
             text = slurm_script(runs, job)
             if not args.dry_run:
+                try: Path(job.log_dir).mkdir(parents=True, exist_ok=True)   # SLURM opens the task logs before the script runs
+                except OSError as e: raise DataError(job.log_dir, f'cannot be made ({e.strerror or e}); the task logs go there') from None
                 try: Path(args.slurm).parent.mkdir(parents=True, exist_ok=True); atomic_write_text(args.slurm, text)
                 except OSError as e: raise DataError(args.slurm, f'cannot be written ({e.strerror or e})') from None
     except (ValueError, KeyError, FileNotFoundError) as e:

@@ -5,7 +5,7 @@ student, traces of chosen steps, and at the end the per-class table and plots.""
 
 # %% ../nbs/19_runlog.ipynb #e1654514
 from __future__ import annotations
-import json, math, warnings
+import json, math, os, warnings
 from pathlib import Path
 import numpy as np
 import torch
@@ -19,8 +19,9 @@ from .steps import Trace
 from .faults import disk_space
 
 # %% auto #0
-__all__ = ['IMAGE_KEYS', 'CLASS_KEYS', 'json_safe', 'read_metrics', 'RunLog', 'evaluate_models', 'eval_scalars', 'compact_trace',
-           'save_trace', 'read_traces', 'markdown_table', 'plot_conf_bank', 'results_table', 'write_results']
+__all__ = ['IMAGE_KEYS', 'CLASS_KEYS', 'json_safe', 'append_line', 'read_metrics', 'RunLog', 'evaluate_models', 'eval_scalars',
+           'compact_trace', 'save_trace', 'read_traces', 'markdown_table', 'plot_conf_bank', 'results_table',
+           'write_results']
 
 # %% ../nbs/19_runlog.ipynb #bb47aad4
 def json_safe(x):
@@ -41,6 +42,16 @@ def _records(path: Path) -> list[tuple[str, dict]]:
             if i < len(lines) - 1: raise DataError(path, f"line {i + 1} is not JSON: {l[:60]!r}") from None
             warnings.warn(f"{path}: dropped a torn last line (a process stopped while writing it): {l[:60]!r}")
     return out
+
+def append_line(path, line: str):
+    "Append `line` to `path` whole or not at all: a write that fails part-way (a full disk) is cut off again."
+    data, fd = line.encode(), os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start, done = os.fstat(fd).st_size, 0
+        try:
+            while done < len(data): done += os.write(fd, data[done:])
+        except OSError: os.ftruncate(fd, start); raise
+    finally: os.close(fd)
 
 def read_metrics(out) -> list[dict]:
     "The records of a run's metrics.jsonl (without a torn last line)."
@@ -65,7 +76,7 @@ class RunLog:
         "Append `rec` to metrics.jsonl (NaN as null) and its `scalars` to TensorBoard at step `rec['it']`."
         if not is_main(): return
         line = json.dumps(json_safe(rec), allow_nan=False) + '\n'
-        with disk_space(self.path), open(self.path, 'a') as f: f.write(line)
+        with disk_space(self.path): append_line(self.path, line)
         if self.tb is not None:
             for k, v in (scalars or {}).items(): self.tb.add_scalar(k, v, rec['it'])
 

@@ -257,3 +257,27 @@ def test_a_checkpoint_of_an_earlier_version_resumes_exactly(tmp_path, full):
     with pytest.warns(UserWarning, match='latest.pth: written before checkpoints carried a digest'):
         rest = train(tiny(tmp_path, *AEL, 'run.resume=true'))
     for k in ('it', 'weights', 'teacher_weights', 'conf'): assert rest[k] == full[0][k], k
+
+
+def test_full_disk_leaves_no_torn_metrics_line(tmp_path):
+    "A real full disk (a small tmpfs, filled) while metrics.jsonl is appended: NoSpace, and the file as it was, no torn line."
+    from ael_nb.runlog import RunLog
+    disk = tmp_path / 'disk'; disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', str(disk)]).returncode:
+        if os.environ.get('CI') == 'true': pytest.fail('CI runs the full-disk test: it mounts a tmpfs, as root')
+        pytest.skip('a full disk needs a tmpfs mount (root)')
+    try:
+        log = RunLog(disk, tensorboard=False)
+        log.write(dict(it=1, loss=1.0))
+        before = (disk / 'metrics.jsonl').read_bytes()
+        st = os.statvfs(disk)
+        with open(disk / 'filler', 'wb') as f:              # all but a few bytes: the next line starts, then meets ENOSPC
+            try: f.write(b'x' * (st.f_bavail * st.f_frsize - 4096 + 40))
+            except OSError: pass
+        with pytest.raises(NoSpace, match='metrics.jsonl: no space left on device'):
+            for it in range(2, 200): log.write(dict(it=it, loss=1.0, note='y' * 500))
+        text = (disk / 'metrics.jsonl').read_text()
+        assert text.startswith(before.decode()) and text.endswith('\n')
+        assert [r['it'] for r in map(json.loads, text.splitlines())] == list(range(1, len(text.splitlines()) + 1))
+    finally:
+        subprocess.run(['umount', str(disk)])

@@ -53,9 +53,21 @@ def test_slurm_script_content(tmp_path, monkeypatch, capsys):
     s = f.read_text()
     for line in ['#SBATCH --signal=B:USR1@300', '#SBATCH --requeue', '#SBATCH --time=12:00:00', '#SBATCH --array=0-1',
                  '#SBATCH --partition=gpu', '#SBATCH --gpus-per-node=8', f'EXIT_REQUEUE={EXIT_REQUEUE}',
-                 'scontrol requeue "$SLURM_JOB_ID"', 'trap forward USR1 TERM']:
+                 'scontrol requeue "$SLURM_JOB_ID"', "trap 'forward USR1' USR1", "trap 'forward TERM' TERM",
+                 f'#SBATCH --chdir={REPO}', '#SBATCH --cpus-per-task=32']:
         assert line in s, line
     assert subprocess.run(['bash', '-n', str(f)]).returncode == 0
+
+
+def test_slurm_cpu_preset_asks_for_cores_and_makes_its_log_folder(tmp_path, monkeypatch, capsys):
+    "The CPU preset: no GPU line, --cpus-per-task = processes x run.threads, the log folder made before any sbatch."
+    monkeypatch.chdir(tmp_path)
+    assert ael_launch(['--preset', 'cpu', '--gpus', '2', '--seeds', '0-1', '--slurm', 'job.sh', '--out-root', 'r', 'run.threads=3']) == 0
+    s = (tmp_path / 'job.sh').read_text()
+    assert 'gpu' not in s.replace('--gpus 2', '') and '#SBATCH --cpus-per-task=6' in s and 'OMP_NUM_THREADS:-3' in s, s
+    assert '#SBATCH --output=r/slurm/%x_%A_%a.out' in s and (tmp_path / 'r' / 'slurm').is_dir()
+    assert ael_launch(['--preset', 'cpu', '--slurm', 'j2.sh', '--cpus-per-proc', '2']) == 0
+    assert '#SBATCH --cpus-per-task=2' in (tmp_path / 'j2.sh').read_text()
 
 
 def _fake_bin(d: Path, torchrun_body: str):
@@ -66,7 +78,7 @@ def _fake_bin(d: Path, torchrun_body: str):
     for f in d.iterdir(): f.chmod(0o755)
 
 
-def _run_script(tmp_path, body, latest=False, signal_after=None):
+def _run_script(tmp_path, body, latest=False, signal_after=None, sig=signal.SIGUSR1):
     runs = plan_runs('cityscapes', None, out_root=str(tmp_path / 'runs'))
     if latest:                                       # a stopped run: its configuration and a checkpoint (never read here)
         Path(runs[0]['out']).mkdir(parents=True); (Path(runs[0]['out']) / 'latest.pth').write_bytes(b'x')
@@ -79,7 +91,7 @@ def _run_script(tmp_path, body, latest=False, signal_after=None):
     if signal_after:                                  # once the fake torchrun runs (ael-launch imports torch first)
         t0 = time.time()
         while not (tmp_path / 'args').exists() and time.time() - t0 < 120: time.sleep(0.1)
-        time.sleep(signal_after); p.send_signal(signal.SIGUSR1)
+        time.sleep(signal_after); p.send_signal(sig)
     out, _ = p.communicate(timeout=60)
     requeued = (tmp_path / 'scontrol').read_text() if (tmp_path / 'scontrol').exists() else ''
     return p.returncode, out, requeued, (tmp_path / 'args').read_text()
@@ -102,11 +114,18 @@ def test_slurm_no_requeue_on_plain_failure(tmp_path):
 
 
 def test_slurm_signal_is_forwarded_and_requeues(tmp_path):
-    # like torchrun: on SIGTERM it stops its workers and exits 1 (not 75); the script still requeues
-    body = 'trap \'echo got-term >> "$FAKE_LOG/args"; exit 1\' TERM\nsleep 30 & wait $!'
-    rc, out, requeued, args = _run_script(tmp_path, body, signal_after=1.5)
-    assert 'got-term' in args, out
+    # USR1 before any rank started: ael-launch ends torchrun (which ignores it) at once; the script still requeues
+    rc, out, requeued, args = _run_script(tmp_path, 'sleep 30; echo ran-to-the-end >> "$FAKE_LOG/args"', signal_after=1.5)
+    assert 'ran-to-the-end' not in args, out
     assert rc == 0 and requeued.strip() == 'requeue 77', out
+
+
+def test_slurm_sigterm_stops_without_requeue(tmp_path):
+    "SIGTERM (scancel) to the batch shell: forwarded, the run stops, the script says so in one line and does not requeue."
+    rc, out, requeued, args = _run_script(tmp_path, 'sleep 30; echo ran-to-the-end >> "$FAKE_LOG/args"', signal_after=1.5,
+                                          sig=signal.SIGTERM)
+    assert 'ran-to-the-end' not in args and requeued == '', out
+    assert out.rstrip().splitlines()[-1].startswith('ael-launch: stopped by SIGTERM') and 'Traceback' not in out, out
 
 
 @pytest.mark.slow
