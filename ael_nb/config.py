@@ -180,8 +180,10 @@ class MethodAugmentation:
     acm_min_area: float|None = None         # ACM: smallest usable region (fraction of the image; above)
     acm_targets: Literal['all', 'half'] = 'all'  # 'half': the authors' targets and sources (above)
     # not in the paper (12, 13): a memory of labeled images per class feeds ACP and ACM a class the batch lacks
-    cp_source: Literal['batch', 'memory'] = 'batch'  # ACP: another image of the batch, or one of class c ~ r from the memory
-    acm_fallback: Literal['box', 'labeled'] = 'box'  # ACM, no pseudo-label of c in the source: a random box, or c from the memory
+    cp_source: Literal['batch', 'memory'] = 'batch'  # ACP: another image of the batch, or one of class c ~ r
+                                                     # from the memory
+    acm_fallback: Literal['box', 'labeled'] = 'box'  # ACM, no pseudo-label of c in the source: a random box,
+                                                     # or c from the memory
     memory_slots: int = 4                   # labeled images the memory keeps per class
 
 # %% ../nbs/14_config.ipynb #a21e10a0

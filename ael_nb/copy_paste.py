@@ -112,7 +112,8 @@ def adaptive_copy_paste(
     if n:
         todo = apply.long().argsort(descending=True, stable=True)[:n]   # the images that get a paste, in order
         src_img, src_lab = images.clone(), torch.full_like(labels, ignore_index)
-        s_img, s_lab = (images[src[todo]], labels[src[todo]]) if sources is None else (sources[0][todo], sources[1][todo])
+        s_img, s_lab = ((images[src[todo]], labels[src[todo]]) if sources is None
+                        else (sources[0][todo], sources[1][todo]))
         src_img[todo], src_lab[todo] = large_scale_jitter(s_img, s_lab, scale, flip, generator, ignore_index)
         chosen = (choose_classes if choice == 'present' else batch_classes)(src_lab, prob, k, generator)  # [B,C]
         if sources is not None:                  # the class the source was drawn for, if the jitter left some of it
@@ -133,10 +134,12 @@ class LabeledMemory:
         C, M = self.num_classes, self.slots
         if self.images is None:
             self.images = images.new_zeros(C, M, *images.shape[1:])
-            self.labels = torch.full((C, M, *labels.shape[1:]), self.ignore_index, dtype=torch.uint8, device=labels.device)
+            self.labels = torch.full((C, M, *labels.shape[1:]), self.ignore_index, dtype=torch.uint8,
+                                     device=labels.device)
             self.count = torch.zeros(C, dtype=torch.long, device=labels.device)
         if images.shape[1:] != self.images.shape[2:]:
-            raise ValueError(f"labeled memory: images of shape {tuple(images.shape[1:])}, it holds {tuple(self.images.shape[2:])}")
+            raise ValueError(f"labeled memory: images of shape {tuple(images.shape[1:])}, "
+                             f"it holds {tuple(self.images.shape[2:])}")
         present = present_classes(labels, C)                              # [B,C]
         has, first = present.any(0), present.float().argmax(0)            # argmax: the first maximum
         cls, slot = torch.arange(C, device=labels.device), self.count % M
@@ -149,7 +152,8 @@ class LabeledMemory:
         slot = (draw(len(classes), generator, classes.device) * n).long().clamp(max=self.slots - 1)
         return self.images[classes, slot], self.labels[classes, slot].long(), n > 0
     def draw(self, prob: torch.Tensor, n: int, generator: torch.Generator | None = None) -> tuple:
-        "`n` sources for ACP: a class c ~ `prob` (Eq. 7) among those held, and `entries`; (images, labels, classes, held)."
+        ("`n` sources for ACP: a class c ~ `prob` (Eq. 7) among those held, and `entries`; "
+         "(images, labels, classes, held).")
         classes = sample_classes(prob * (self.count > 0), n, generator)
         images, labels, held = self.entries(classes, generator)
         return images, labels, classes, held
@@ -157,5 +161,6 @@ class LabeledMemory:
     def load_state_dict(self, d: dict | None, device=None):
         "Take up a saved memory (None: empty) on `device`."
         d = d or dict(images=None, labels=None, count=None)
-        self.images, self.labels, self.count = (None if v is None else v.to(device) for v in (d['images'], d['labels'], d['count']))
+        self.images, self.labels, self.count = (None if v is None else v.to(device)
+                                                for v in (d['images'], d['labels'], d['count']))
 
