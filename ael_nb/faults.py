@@ -205,11 +205,18 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
+    kids = set()                                   # every process torchrun started, registered or not
     try:
         while (rc := launcher.poll()) is None:     # a rank that starts after a stop signal hears it when it registers
+            kids.update(descendants(launcher.pid))
             if stop: send(stop[-1], ranks_now() - told)
             time.sleep(0.1)
-        late = wait_for_ranks(status, wait_s)
+        end = time.time() + wait_s                 # torchrun ended on the stop before its ranks could hear it:
+        while stop and time.time() < end and any(running(k) for k in kids - ranks_now()):   # each hears it
+            send(stop[-1], ranks_now() - told)     # when it registers, and ends in one line
+            time.sleep(0.1)
+        if stop: send(stop[-1], ranks_now() - told)
+        late = wait_for_ranks(status, max(end - time.time(), 0) if stop else wait_s)
         unsaved = [r for r in late if not (status / str(r)).exists()]
         if late:
             saved = (f"the stop checkpoint of rank {', '.join(map(str, unsaved))} may be incomplete (the previous "
