@@ -566,11 +566,11 @@ def test_a_default_run_is_placed_among_its_paths_draws(tmp_path):
     "stored cell as a run folder) among the AMX draws, the timed AVX2 run among AVX2's; on a path holding no draw of a "
     "sixteenth labeled (AVX-512 fp32) it is told that nothing stored compares with it there."
     from ael_nb.draws import closing_summary
-    from ael_nb.config import get_config, save_config, from_dict
+    from ael_nb.config import get_config, save_config, from_dict, upgrade_config
     res = REPO / 'bench' / 'results'
     s = json.loads((res / 'timed-default-run-avx2-zen4' / 'summary.json').read_text())
     amx = json.loads((res / 'sixteenth-val400-amxbf16-xeon' / 'ael_s0_2threads.json').read_text())
-    runs = {'amx-bf16': (dict(amx, last=amx['metrics']), from_dict(amx['config'])), 'avx2-fp32': (s, get_config('cpu')),
+    runs = {'amx-bf16': (dict(amx, last=amx['metrics']), from_dict(upgrade_config(amx['config']))), 'avx2-fp32': (s, get_config('cpu')),
             'avx512-fp32': (dict(s, path='avx512-fp32'), get_config('cpu'))}
     txt = {}
     for path, (summary, cfg) in runs.items():

@@ -87,7 +87,7 @@ def test_without_the_switch_the_check_fails(tmp_path):
 def test_each_change_is_needed(tmp_path, monkeypatch):
     "On, but with the model's interpolation or the region search's hook as when off: the recorder finds each."
     real = ael_nb.model.resize_bilinear
-    monkeypatch.setattr(ael_nb.model, 'resize_bilinear', lambda x, size, deterministic=False: real(x, size, False))
+    monkeypatch.setattr(ael_nb.model, 'resize_bilinear', lambda x, size, deterministic=False, align_corners=False: real(x, size, False, align_corners))
     assert 'upsample_bilinear2d_backward' in recorded('cityscapes', 'ael', tmp_path / 'a')
     monkeypatch.undo()
     monkeypatch.setattr(ael_nb.cutmix, '_hook', lambda parent, lab, nb: parent.scatter_reduce_(0, lab.long(), nb, 'amax'))

@@ -45,11 +45,11 @@ def test_nothing_in_the_package_reads_the_checkout():
 def test_the_summary_reads_the_package_copy(tmp_path):
     "By default the closing summary reads the package's copy and says what it says from bench/results (the stored AMX "
     "draw as a run folder, placed among the AMX draws)."
-    from ael_nb.config import from_dict, save_config
+    from ael_nb.config import from_dict, save_config, upgrade_config
     from ael_nb.draws import STORED, closing_summary
     cell = json.loads((STORED / 'sixteenth-val400-amxbf16-xeon' / 'ael_s0_2threads.json').read_text())
     run = tmp_path / 'amx'; run.mkdir()
-    save_config(from_dict(cell['config']), run / 'config.yaml')
+    save_config(from_dict(upgrade_config(cell['config'])), run / 'config.yaml')
     (run / 'summary.json').write_text(json.dumps(dict(cell, last=cell['metrics'], run_dir=str(run))))
     (run / 'metrics.jsonl').write_text(json.dumps(dict(it=cell['it'], eval=cell['metrics'])) + '\n')
     here, there = closing_summary(run), closing_summary(run, REPO / 'bench' / 'results')

@@ -57,7 +57,7 @@ def test_the_wheel_ships_what_the_package_reads(wheel_venv):
 def test_a_tiny_run_from_the_wheel_summarises_as_the_checkout(wheel_venv):
     "A tiny `ael-train` from the wheel finishes, and its closing summary's draw lines are the editable install's; the "
     "stored AMX draw as a run folder is placed among the stored AMX draws identically from the wheel and the checkout."
-    from ael_nb.config import from_dict, save_config
+    from ael_nb.config import from_dict, save_config, upgrade_config
     from ael_nb.draws import STORED, closing_summary
     tmp, whl, venv, env = wheel_venv
     out = {}
@@ -71,7 +71,7 @@ def test_a_tiny_run_from_the_wheel_summarises_as_the_checkout(wheel_venv):
     assert out['wheel'] == out['checkout'] and any(l.startswith('this run is one draw') for l in out['wheel']), out
     cell = json.loads((STORED / 'sixteenth-val400-amxbf16-xeon' / 'ael_s0_2threads.json').read_text())
     run = tmp / 'amx'; run.mkdir()
-    save_config(from_dict(cell['config']), run / 'config.yaml')
+    save_config(from_dict(upgrade_config(cell['config'])), run / 'config.yaml')
     (run / 'summary.json').write_text(json.dumps(dict(cell, last=cell['metrics'], run_dir=str(run))))
     (run / 'metrics.jsonl').write_text(json.dumps(dict(it=cell['it'], eval=cell['metrics'])) + '\n')
     code = 'import sys; from ael_nb.draws import STORED, closing_summary; print(STORED); print(closing_summary(sys.argv[1]))'
