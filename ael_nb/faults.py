@@ -120,7 +120,8 @@ def _stopped_early(signum, frame):
     raise Preempted(f"{signal.Signals(signum).name} before training started: nothing new to checkpoint")
 
 def under_launcher():
-    "A training process under torchrun: a stop before training is one line and 75; it ends with its launcher; `supervise` learns its pid."
+    ("A training process under torchrun: a stop before training is one line and 75; it ends with its launcher; "
+     "`supervise` learns its pid.")
     if not os.environ.get('TORCHELASTIC_RUN_ID'): return
     if threading.current_thread() is threading.main_thread():   # until `StopSignals` takes over, and after it
         for s in STOP_SIGNALS: signal.signal(getattr(signal, s), _stopped_early)
@@ -168,6 +169,40 @@ def descendants(pid: int) -> list[int]:
         except OSError: pass
     return kids + [g for k in kids for g in descendants(k)]
 
+# %% ../nbs/21_faults.ipynb #5e1c7a2b
+def _in_torchrun():
+    "torchrun's start: it ignores SIGTERM and SIGUSR1 (its ranks hear them from `supervise`) and dies with it."
+    for s in (signal.SIGTERM, signal.SIGUSR1): signal.signal(s, signal.SIG_IGN)
+    die_with_parent(signal.SIGKILL)
+
+def _registered(status: Path) -> set[int]:
+    "The pids the ranks registered in `status` (`under_launcher`)."
+    pids = set()
+    for f in status.glob('*.pid'):
+        try: pids.add(int(f.read_text()))
+        except (OSError, ValueError): pass
+    return pids
+
+def _signal_groups(sig, pids):
+    "`sig` to the process group of each pid (a rank and its loader workers) that still runs."
+    for pid in pids:
+        try: os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError): pass
+
+def _say_late(status: Path, late: list[int], wait_s: float):
+    "One line on the ranks still running `wait_s` after torchrun ended, and whether they wrote their checkpoints."
+    unsaved = [r for r in late if not (status / str(r)).exists()]
+    saved = (f"the stop checkpoint of rank {', '.join(map(str, unsaved))} may be incomplete (the previous "
+             "latest.pth stays whole)" if unsaved else "every rank reported its checkpoint written")
+    print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; {saved}",
+          file=sys.stderr)
+
+def _exit_status(codes: list[int], ranks: int, rc: int) -> int:
+    "75 if every rank requeues, 0 if torchrun succeeded, else a rank's failure or torchrun's (killed: 128 + signal)."
+    if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
+    if rc == 0: return 0
+    return next((c for c in codes if c not in (0, EXIT_REQUEUE)), 128 - rc if rc < 0 else rc)
+
 # %% ../nbs/21_faults.ipynb #f0dc7595
 def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.torchrun_argv`
               ranks: int,       # training processes it starts on this node
@@ -179,57 +214,35 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
     # they handle them (`under_launcher`); torchrun's --signals-to-handle (PET_SIGNALS_TO_HANDLE) overwrites
     # TORCHELASTIC_SIGNALS_TO_HANDLE, which older torch versions read
     handled = 'SIGINT,SIGHUP,SIGQUIT'
-    env = dict(os.environ, PET_SIGNALS_TO_HANDLE=handled, TORCHELASTIC_SIGNALS_TO_HANDLE=handled, AEL_STATUS_DIR=str(status))
-    def start():                                   # in torchrun, before it starts
-        for s in (signal.SIGTERM, signal.SIGUSR1): signal.signal(s, signal.SIG_IGN)
-        die_with_parent(signal.SIGKILL)            # it ignores SIGTERM; its ranks get theirs from its death
-    launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=start)
-    stop, told = [], set()                         # the stop signals received; the ranks that heard the last one
-    def ranks_now() -> set[int]:
-        pids = set()
-        for f in status.glob('*.pid'):
-            try: pids.add(int(f.read_text()))
-            except (OSError, ValueError): pass
-        return pids
-    def send(sig, pids):
-        for pid in pids:
-            try: os.killpg(pid, sig)
-            except (ProcessLookupError, PermissionError): pass
-        told.update(pids)
+    env = dict(os.environ, PET_SIGNALS_TO_HANDLE=handled, TORCHELASTIC_SIGNALS_TO_HANDLE=handled,
+               AEL_STATUS_DIR=str(status))
+    launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_in_torchrun)
+    stop, told, kids = [], set(), set()   # stop signals received; ranks that heard the last; all torchrun started
+    def tell_new():                       # the last stop to each registered rank that has not heard it
+        new = _registered(status) - told; _signal_groups(stop[-1], new); told.update(new)
     def forward(signum, frame):
         stop.append(signal.SIGTERM if signum == signal.SIGHUP else signal.Signals(signum))
-        told.clear(); pids = ranks_now(); send(stop[-1], pids)
-        if not pids:                               # torchrun before any rank: it ends, a rank starting under it ends too
-            try: os.killpg(launcher.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError): pass
+        told.clear(); tell_new()
+        if not told: _signal_groups(signal.SIGKILL, [launcher.pid])   # torchrun before any rank registered: it ends
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
-    kids = set()                                   # every process torchrun started, registered or not
     try:
         while (rc := launcher.poll()) is None:     # a rank that starts after a stop signal hears it when it registers
             kids.update(descendants(launcher.pid))
-            if stop: send(stop[-1], ranks_now() - told)
+            if stop: tell_new()
             time.sleep(0.1)
-        end = time.time() + wait_s                 # torchrun ended on the stop before its ranks could hear it:
-        while stop and time.time() < end and any(running(k) for k in kids - ranks_now()):   # each hears it
-            send(stop[-1], ranks_now() - told)     # when it registers, and ends in one line
-            time.sleep(0.1)
-        if stop: send(stop[-1], ranks_now() - told)
+        end = time.time() + wait_s                 # torchrun ended on the stop before its ranks registered: each
+        while stop and time.time() < end and any(running(k) for k in kids - _registered(status)):
+            tell_new(); time.sleep(0.1)            # hears it when it registers, and ends in one line
+        if stop: tell_new()
         late = wait_for_ranks(status, max(end - time.time(), 0) if stop else wait_s)
-        unsaved = [r for r in late if not (status / str(r)).exists()]
-        if late:
-            saved = (f"the stop checkpoint of rank {', '.join(map(str, unsaved))} may be incomplete (the previous "
-                     "latest.pth stays whole)" if unsaved else "every rank reported its checkpoint written")
-            print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; "
-                  f"{saved}", file=sys.stderr)
+        if late: _say_late(status, late, wait_s)
     finally:
         for s, h in old.items(): signal.signal(s, h)
         codes = [int(f.read_text() or -1) for f in status.iterdir() if f.name.isdigit()]
         shutil.rmtree(status, ignore_errors=True)
-    if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
-    if rc == 0: return 0
-    return next((c for c in codes if c not in (0, EXIT_REQUEUE)), 128 - rc if rc < 0 else rc)   # killed: 128 + signal, as a shell says
+    return _exit_status(codes, ranks, rc)
 
 # %% ../nbs/21_faults.ipynb #456ac034
 def resume_command(out, world: int = 1) -> str:
