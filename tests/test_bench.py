@@ -20,6 +20,7 @@ def grid(tmp, *extra):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return r.stdout
 
+@pytest.mark.slow
 def test_grid_shares_skips_recovers_reports(tmp_path):
     out = grid(tmp_path)
     assert '0 of 4 cells finished, 2 to run' in out                     # +DR of table5 = 'none (DR only)' of table7
@@ -115,6 +116,7 @@ def dry_stage(tmp_path, stage: str, **env) -> dict:
     with tarfile.open(tmp_path / 'out' / f'paper_scale_{stage}.tgz') as t: t.extractall(tmp_path / stage)
     return json.loads((tmp_path / stage / 'paper_scale.json').read_text())
 
+@pytest.mark.slow
 def test_paper_scale_gpu_script_dry_mode(tmp_path):
     "bench/paper_scale_gpu.sh b --cpu: the GPU script's plumbing on the CPU at tiny size (its first parts), in one tarball."
     res = dry_stage(tmp_path, 'b', AEL_PS_PARTS='default floor')
@@ -128,6 +130,7 @@ def test_paper_scale_gpu_script_dry_mode(tmp_path):
     assert res['floor']['small_no_workers']['variants']['ael']['loader']['num_workers'] == 0
     assert '## Step vs floor: paper scale' in (tmp_path / 'b' / 'paper_scale.md').read_text()
 
+@pytest.mark.slow
 def test_paper_scale_gpu_script_dry_mode_reproducibility(tmp_path):
     """bench/paper_scale_gpu.sh a --cpu (SIGUSR1 only): torchrun dies of SIGUSR1 before its rank has written latest.pth, the
     script waits for the rank and resumes from it; every resume is bit-identical (the CPU is deterministic); two runs

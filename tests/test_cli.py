@@ -60,6 +60,7 @@ def test_predict_folder(trained, tmp_path):
     assert [o.name for o in overlays] == [m.name for m in masks] and Image.open(overlays[0]).size == (28, 20)
 
 
+@pytest.mark.slow
 def test_errors(trained, tmp_path):
     r = run('ael-eval', tmp_path / 'missing.pth')
     assert r.returncode == 2 and 'missing.pth: checkpoint not found' in r.stderr
@@ -152,6 +153,7 @@ def test_empty_split_folder(capsys, tmp_path, split):
     assert rc == 2 and f"{root / split}: split '{split}' holds no images" in err and err.count('\n') == 1, err
 
 
+@pytest.mark.slow
 def test_predict_refuses_two_inputs_for_one_mask(trained, tmp_path):
     from PIL import Image
     imgs = tmp_path / 'imgs'; imgs.mkdir()
@@ -200,6 +202,7 @@ def test_train_says_how_long_it_will_take(capsys, tmp_path):
     assert out.index('fp32 (optim.amp=none)') < out.index(lines[0])   # after the first line, which names the precision
 
 
+@pytest.mark.slow
 def test_predict_and_eval_cap_the_size(trained, tmp_path):
     "An odd-sized image over --max-size is predicted scaled down; its mask and overlay keep the image's own size."
     import numpy as np

@@ -2,6 +2,7 @@
 and with the weights recorded in `digests.json`."""
 import json, os, socket
 from pathlib import Path
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -29,6 +30,7 @@ def two_ranks(out) -> list[dict]:
     mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True)
     return [json.loads((Path(out) / f'rank{r}.json').read_text()) for r in (0, 1)]
 
+@pytest.mark.slow
 def test_two_ranks_stay_identical(tmp_path):
     r0, r1 = two_ranks(tmp_path)
     assert r0['it'] == r1['it'] == 3

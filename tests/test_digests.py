@@ -56,6 +56,7 @@ def reference(commit: str) -> dict:
 @pytest.mark.parametrize('case', CASES)
 def test_weights_unchanged(tmp_path, case): assert run(case, tmp_path) == stored(case)
 
+@pytest.mark.slow
 @pytest.mark.parametrize('case', ['supervised', 'ael'])
 def test_cpu96_is_the_earlier_cpu(tmp_path, case):
     "`cpu96` ends where the `cpu` preset ended before issue 31 (digests.json's 'earlier_cpu', commit b1947d9)."

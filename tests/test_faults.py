@@ -118,6 +118,7 @@ def _ddp_worker(rank, world, port, out):
                                                                  conf=s['conf']) for k, s in res.items()} | dict(stopped=stopped)))
     dist.destroy_process_group()
 
+@pytest.mark.slow
 def test_ddp_stop_and_resume_equals_uninterrupted(tmp_path):
     "stop_at=5 then resume; a SIGTERM to rank 1 alone: both ranks stop after the same step, and both resume exactly."
     with socket.socket() as s: s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]

@@ -45,6 +45,7 @@ def stopped(tmp_path_factory):
 
 
 # 1. a checkpoint proves its content
+@pytest.mark.slow
 def test_flipped_bytes_are_refused_everywhere_and_previous_is_named(stopped, tmp_path):
     import shutil
     out = tmp_path / 'run'; shutil.copytree(stopped, out)
@@ -75,6 +76,7 @@ def test_checkpoint_of_another_network_names_the_key(stopped, tmp_path):
 
 
 # 2. --resume keeps the run's settings
+@pytest.mark.slow
 def test_resume_reads_the_runs_config(stopped, tmp_path):
     import shutil
     out = tmp_path / 'run'; shutil.copytree(stopped, out)
@@ -162,6 +164,7 @@ def test_out_that_is_a_file(tmp_path):
     assert f"{tmp_path / 'f'}: is a file; run.out (--out) takes a folder" in one_line(run('ael-train', '--out', tmp_path / 'f', *TINY))
 
 
+@pytest.mark.slow
 def test_eval_and_predict_refuse_what_train_refuses(stopped, tmp_path):
     ck = stopped / 'latest.pth'
     err = one_line(run('ael-eval', ck, '--mode', 'sliding', '--window', 16, 16, '--stride', 24, 24))

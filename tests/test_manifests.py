@@ -185,6 +185,7 @@ def run_inproc(capsys, *args):
     return rc, out.out, out.err
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(tmp_path):
     root = make_fixture('camvid', tmp_path/'camvid', n=16); out = tmp_path/'manifests'
     r = cli('make', 'camvid', '--fraction', '1/8', '1/4', '--folds', '0-2', '--out', out, env={'AEL_CAMVID_ROOT': str(root)})
