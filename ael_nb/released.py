@@ -16,7 +16,8 @@ from .model import DeepLabV3Plus
 
 # %% auto #0
 __all__ = ['CODEBASES', 'WRAPPERS', 'RESNET_DEPTH', 'V1_KEYS', 'V2_UNUSED', 'read_released', 'Released', 'identify', 'describe',
-           'v1_to_kit', 'v2_to_kit', 'released_model', 'whole_model']
+           'v1_to_kit', 'v2_to_kit', 'released_model', 'kit_to_v1', 'v2_unused', 'v1_misfit', 'to_released',
+           'whole_model']
 
 # %% ../nbs/15a_released.ipynb #35f13798
 CODEBASES = dict(unimatch_v2='UniMatch V2', unimatch='UniMatch V1', u2pl='U2PL')
@@ -92,19 +93,20 @@ def describe(sd: dict) -> str:
     return f"{len(sd)} tensors in no layout of {', '.join(CODEBASES.values())} (keys {', '.join(list(sd)[:3])}, ...)"
 
 # %% ../nbs/15a_released.ipynb #ab1472ec
-# UniMatch V1's DeepLabv3+ -> the kit's: the ASPP's branches, image pooling and projection, and the two fusing convs
-V1_KEYS = ((r'^head\.b([0-3])\.', r'aspp.branches.\1.'), (r'^head\.b4\.gap\.1\.', 'aspp.pool.1.0.'),
-           (r'^head\.b4\.gap\.2\.', 'aspp.pool.1.1.'), (r'^head\.project\.', 'aspp.project.0.'),
-           (r'^fuse\.([01])\.', r'decoder.0.\1.'), (r'^fuse\.3\.', 'decoder.2.0.'), (r'^fuse\.4\.', 'decoder.2.1.'))
+# UniMatch V1's DeepLabv3+ -> the kit's, prefix for prefix: the ASPP's branches, image pooling and projection, and
+# the two fusing convs with their BatchNorms
+V1_KEYS = tuple((f'head.b{i}.', f'aspp.branches.{i}.') for i in range(4)) + (
+    ('head.b4.gap.1.', 'aspp.pool.1.0.'), ('head.b4.gap.2.', 'aspp.pool.1.1.'), ('head.project.', 'aspp.project.0.'),
+    ('fuse.0.', 'decoder.0.0.'), ('fuse.1.', 'decoder.0.1.'), ('fuse.3.', 'decoder.2.0.'), ('fuse.4.', 'decoder.2.1.'))
+
+def _renamed(sd: dict, pairs) -> dict:
+    "`sd` with the first prefix of `pairs` ((old, new), ...) that starts a key replaced by its new one."
+    return {next((new + k[len(old):] for old, new in pairs if k.startswith(old)), k): v for k, v in sd.items()}
 
 def v1_to_kit(sd: dict) -> dict:
     ("V1's keys as the kit's; the first fusing conv's input channels reordered (V1 concatenates [low, ASPP], "
      "the kit [ASPP, low]).")
-    out = {}
-    for k, v in sd.items():
-        for pat, rep in V1_KEYS:
-            if re.match(pat, k): k = re.sub(pat, rep, k); break
-        out[k] = v
+    out = _renamed(sd, V1_KEYS)
     w, low = out['decoder.0.0.weight'], out['reduce.0.weight'].shape[0]
     out['decoder.0.0.weight'] = torch.cat([w[:, low:], w[:, :low]], 1)
     return out
@@ -151,6 +153,46 @@ def released_model(path,                    # the released checkpoint
             [f"{len(shapes)} of another shape ({'; '.join(shapes[:2])})"] * bool(shapes)))
     model.load_state_dict(kit)
     return model.eval(), r
+
+# %% ../nbs/15a_released.ipynb #d4a7404c
+def kit_to_v1(sd: dict) -> dict:
+    "The kit's DeepLabv3+ keys as V1's (`v1_to_kit` undone): V1's names, its first fusing conv's channels [low, ASPP]."
+    out = _renamed(sd, [(new, old) for old, new in V1_KEYS])
+    w, low = out['fuse.0.weight'], out['reduce.0.weight'].shape[0]
+    out['fuse.0.weight'] = torch.cat([w[:, -low:], w[:, :-low]], 1)
+    return out
+
+def v2_unused(sd: dict) -> dict:
+    ("Zeros for what V2's network holds and never uses (`V2_UNUSED`), shaped as V2's for the DPT whose tensors are `sd`: "
+     "DINOv2's mask token, the coarsest fusion block's first skip unit (the shapes of its second).")
+    unit, pos = 'head.scratch.refinenet4.resConfUnit', sd['backbone.pos_embed']
+    return {'backbone.mask_token': pos.new_zeros(1, pos.shape[-1]),
+            **{k.replace(f'{unit}2.', f'{unit}1.'): torch.zeros_like(v) for k, v in sd.items() if k.startswith(f'{unit}2.')}}
+
+def v1_misfit(model: DeepLabV3Plus) -> list[str]:
+    "How the kit's DeepLabv3+ `model` differs from the one UniMatch V1 builds; [] when it is V1's."
+    return ([f'backbone {model.backbone_name}'] * (model.backbone_name not in RESNET_DEPTH.values())
+            + ['a 7x7 stem'] * (not model.deep_stem) + ['half-pixel upsampling'] * (not model.align_corners)
+            + [f'{model.classifier.in_channels} head channels'] * (model.classifier.in_channels != 256)
+            + ['an auxiliary head'] * (model.aux_classifier is not None))
+
+def to_released(model: nn.Module,  # the kit's network: a `DPT`, or a `DeepLabV3Plus` as V1 builds it
+                codebase: str,     # 'unimatch_v2' or 'unimatch': whose layout
+               ) -> dict:
+    ("`model` as `codebase`'s training loop saves its network (`{'model': ...}`, `module.` keys, that codebase's names), "
+     "for `torch.save`; `released_model` reads it back. One line when `codebase` builds no such network.")
+    if codebase not in CODEBASES: raise ValueError(f"to_released: codebase {codebase!r}: expected one of {list(CODEBASES)}")
+    sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    if codebase == 'unimatch_v2' and isinstance(model, DPT): sd |= v2_unused(sd)
+    elif codebase == 'unimatch' and isinstance(model, DeepLabV3Plus) and not v1_misfit(model): sd = kit_to_v1(sd)
+    else:
+        net = (f"the kit's DeepLabv3+ ({', '.join(v1_misfit(model)) or model.backbone_name})"
+               if isinstance(model, DeepLabV3Plus) else "the kit's DINOv2 + DPT" if isinstance(model, DPT)
+               else type(model).__name__)
+        builds = dict(unimatch_v2='DINOv2 + DPT', u2pl="DeepLabv3+ with U2PL's decoder, which has no twin in the kit",
+                      unimatch='DeepLabv3+ on a deep-stem ResNet-50/101, aligned corners, 256 head channels')[codebase]
+        raise ValueError(f"to_released: {net} is not a network {CODEBASES[codebase]} builds ({builds})")
+    return {'model': {f'module.{k}': v for k, v in sd.items()}}
 
 # %% ../nbs/15a_released.ipynb #34ac5076
 def whole_model(path,           # a file given as `model.pretrained`

@@ -59,6 +59,17 @@ def test_the_figures_tell_v1s_resize_and_channel_order_apart(tmp_path, monkeypat
     assert kit()
 
 
+@pytest.mark.parametrize('codebase,name', [('unimatch_v2', 'dinov2_s_voc'), ('unimatch', 'resnet50_os16')])
+def test_to_released_writes_the_keys_shapes_and_dtypes_of_the_codebases_own_network(codebase, name):
+    "What `to_released` writes is, key for key, the state dict the codebase's own model code has (its strict load fits)."
+    from ael_nb.model import DeepLabV3Plus
+    net = (DPT(rg.NUM_CLASSES, 'dinov2_s') if codebase == 'unimatch_v2' else
+           DeepLabV3Plus(rg.NUM_CLASSES, 'resnet50', 16, deep_stem=True, align_corners=True))
+    ck = released.to_released(net, codebase)
+    got = {k.removeprefix('module.'): [list(v.shape), str(v.dtype)] for k, v in ck['model'].items()}
+    assert got == {k: [s, d] for k, s, d in case(codebase, name)['keys']}
+
+
 @pytest.mark.parametrize('output_stride', [8, 16])
 def test_a_deep_stem_resnets_layer1_is_undilated(output_stride):
     "V1's ResNet (and torchvision's) dilates layer3/layer4 only; the kit's 3x3 stem rebuilds layer1, at dilation 1."
