@@ -280,6 +280,7 @@ def released_setup(args, device) -> tuple:
     model, r = released_model(args.checkpoint, args.codebase, args.output_stride)
     cfg.model.backbone, cfg.model.output_stride = r.backbone, args.output_stride
     if args.codebase in PROTOCOLS: cfg.eval.protocol = args.codebase    # the codebase's own evaluation
+    if args.codebase == 'unimatch_v2' and cfg.eval.mode == 'whole': cfg.eval.multiple = 14   # V2's whole images: sides to DINOv2's patches (its multiplier=14)
     return model.to(device), r, cfg, str(r)
 
 def _eval(args):

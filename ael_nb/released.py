@@ -154,7 +154,7 @@ def released_model(path,                    # the released checkpoint
     model.load_state_dict(kit)
     return model.eval(), r
 
-# %% ../nbs/15a_released.ipynb #d4a7404c
+# %% ../nbs/15a_released.ipynb #0331fd75
 def kit_to_v1(sd: dict) -> dict:
     "The kit's DeepLabv3+ keys as V1's (`v1_to_kit` undone): V1's names, its first fusing conv's channels [low, ASPP]."
     out = _renamed(sd, [(new, old) for old, new in V1_KEYS])
@@ -163,11 +163,12 @@ def kit_to_v1(sd: dict) -> dict:
     return out
 
 def v2_unused(sd: dict) -> dict:
-    ("Zeros for what V2's network holds and never uses (`V2_UNUSED`), shaped as V2's for the DPT whose tensors are `sd`: "
-     "DINOv2's mask token, the coarsest fusion block's first skip unit (the shapes of its second).")
+    ("Zeros for what V2's network holds and never uses (`V2_UNUSED`), shaped as V2's for the DPT whose tensors are "
+     "`sd`: DINOv2's mask token, the coarsest fusion block's first skip unit (the shapes of its second).")
     unit, pos = 'head.scratch.refinenet4.resConfUnit', sd['backbone.pos_embed']
     return {'backbone.mask_token': pos.new_zeros(1, pos.shape[-1]),
-            **{k.replace(f'{unit}2.', f'{unit}1.'): torch.zeros_like(v) for k, v in sd.items() if k.startswith(f'{unit}2.')}}
+            **{k.replace(f'{unit}2.', f'{unit}1.'): torch.zeros_like(v) for k, v in sd.items()
+               if k.startswith(f'{unit}2.')}}
 
 def v1_misfit(model: DeepLabV3Plus) -> list[str]:
     "How the kit's DeepLabv3+ `model` differs from the one UniMatch V1 builds; [] when it is V1's."
@@ -176,12 +177,14 @@ def v1_misfit(model: DeepLabV3Plus) -> list[str]:
             + [f'{model.classifier.in_channels} head channels'] * (model.classifier.in_channels != 256)
             + ['an auxiliary head'] * (model.aux_classifier is not None))
 
+# %% ../nbs/15a_released.ipynb #122e1b1e
 def to_released(model: nn.Module,  # the kit's network: a `DPT`, or a `DeepLabV3Plus` as V1 builds it
                 codebase: str,     # 'unimatch_v2' or 'unimatch': whose layout
                ) -> dict:
-    ("`model` as `codebase`'s training loop saves its network (`{'model': ...}`, `module.` keys, that codebase's names), "
-     "for `torch.save`; `released_model` reads it back. One line when `codebase` builds no such network.")
-    if codebase not in CODEBASES: raise ValueError(f"to_released: codebase {codebase!r}: expected one of {list(CODEBASES)}")
+    ("`model` as `codebase`'s training loop saves its network (`{'model': ...}`, `module.` keys, that codebase's "
+     "names), for `torch.save`; `released_model` reads it back. One line when `codebase` builds no such network.")
+    if codebase not in CODEBASES:
+        raise ValueError(f"to_released: codebase {codebase!r}: expected one of {list(CODEBASES)}")
     sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     if codebase == 'unimatch_v2' and isinstance(model, DPT): sd |= v2_unused(sd)
     elif codebase == 'unimatch' and isinstance(model, DeepLabV3Plus) and not v1_misfit(model): sd = kit_to_v1(sd)

@@ -140,6 +140,7 @@ def test_ael_eval_from_scores_a_released_model_with_per_class_iou(capsys, tmp_pa
     assert first.startswith(f"{tmp_path / 'v2.pth'}: UniMatch V2's DINOv2 + DPT on dinov2_tiny, 10 classes, whole evaluation "
                             "on synthetic val (2 images"), first
     s = json.loads((tmp_path / 's.json').read_text())
+    assert 'protocol unimatch_v2: UniMatch V2 supervised.evaluate, multiple 14\n' in out, out
     assert len(s['per_class']) == 10 and (s['protocol'], s['mode']) == ('unimatch_v2', 'whole') and all(f'| {n} |' in out for n in s['per_class'])
 
 
