@@ -22,7 +22,7 @@ def config_table(cfg, keys=('data.dataset', 'data.manifest', 'data.crop_size', '
                             'model.checkpointing', 'method.name', 'method.r_star', 'method.acm_min_area', 'method.k',
                             'method.cp_exclude', 'method.student_forward', 'method.teacher_mode',
                             'method.labeled_unsup', 'method.acm_targets',
-                            'eval.protocol', 'run.out')) -> list[tuple[str, object]]:
+                            'eval.protocol', 'eval.mode', 'run.out')) -> list[tuple[str, object]]:
     "(key, value) of the settings that decide a paper-scale run."
     def get(k):
         o = cfg
