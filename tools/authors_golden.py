@@ -10,7 +10,7 @@ numbers are fed to the authors' `np.random` / `random` / `torch.rand` calls (`Fe
 the same random decisions. Each case names its inputs (seeds), its tolerance and what it checks; `KIT[name](**inputs)`
 recomputes the kit's side."""
 from __future__ import annotations
-import argparse, ast, contextlib, hashlib, importlib, importlib.util, json, random, subprocess, sys, time, types
+import argparse, ast, hashlib, importlib, importlib.util, random, subprocess, sys, time, types
 from pathlib import Path
 from types import SimpleNamespace
 import numpy as np
@@ -20,11 +20,10 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from golden_json import write   # the golden files' form
+from golden_json import write, compare, cpu_cuda   # the golden files' form and what the tools share
 from ael_nb.config import get_preset
 from ael_nb.conf_bank import ConfidenceBank
 from ael_nb.sampling import sampling_prob
-from ael_nb.losses import ohem_ce
 from ael_nb.copy_paste import batch_classes, paste_classes
 from ael_nb.cutmix import ClassTable, acm_boxes, random_boxes
 from ael_nb.steps import aes_dr_loss, pseudo_label, supervised_loss
@@ -295,17 +294,6 @@ CASES = [
      "labeled draw of voc_dset: 662 of 10582, seed 0"),
 ]
 
-def compare(kit, ref, tol: float, path: str = '') -> list[str]:
-    "Where `kit` differs from `ref` (numbers beyond `tol`, anything else at all); [] when they agree."
-    if isinstance(ref, dict):
-        if not isinstance(kit, dict) or kit.keys() != ref.keys(): return [f'{path}: keys {list(kit)} vs {list(ref)}']
-        return [d for k in ref for d in compare(kit[k], ref[k], tol, f'{path}.{k}')]
-    if isinstance(ref, list):
-        if not isinstance(kit, list) or len(kit) != len(ref): return [f'{path}: {kit!r:.80} vs {ref!r:.80}']
-        return [d for i, (a, b) in enumerate(zip(kit, ref)) for d in compare(a, b, tol, f'{path}[{i}]')]
-    if isinstance(ref, float) and isinstance(kit, (int, float)) and not isinstance(kit, bool):
-        return [] if abs(kit - ref) <= tol else [f'{path}: {kit!r} vs {ref!r} (tolerance {tol})']
-    return [] if kit == ref else [f'{path}: {kit!r} vs {ref!r}']
 
 # ---------------------------------------------------------------- the authors' side
 class Feed(np.random.RandomState):
@@ -322,13 +310,6 @@ def _shim(module, **replace):
 
 def _np_shim(random_ns): return _shim(np, random=random_ns)
 
-@contextlib.contextmanager
-def _cpu_cuda():
-    "`.cuda()` on tensors returns them unchanged (the authors' functions move results to the GPU)."
-    cuda = torch.Tensor.cuda
-    torch.Tensor.cuda = lambda self, *a, **k: self
-    try: yield
-    finally: torch.Tensor.cuda = cuda
 
 def load_authors(repo) -> SimpleNamespace:
     "The authors' modules from their checkout (with `cv2` stubbed) and the commit it holds."
@@ -405,7 +386,7 @@ def authors_unsup_loss(A, seed: int, dataset: str = 'cityscapes', aes: bool = Tr
     crit = A.loss.Criterion_cons(2, sample=aes, gamma2=1, ignore_index=255)
     A.loss.torch = _shim(torch, rand=lambda h, w: 1 - next(maps))   # keep: rand > 1 - s  <=>  1 - u > 1 - s  <=>  u < s
     try:
-        with _cpu_cuda(): loss = crit(student, conf_unsup, label, conf if aes else None)
+        with cpu_cuda(): loss = crit(student, conf_unsup, label, conf if aes else None)
     finally: A.loss.torch = torch
     return dict(loss=loss.item())
 
@@ -423,7 +404,7 @@ def authors_region(A, seed: int, cls: str = 'present', seeds: int = 48, **_):
         fallback = lambda low=0., high=1., size=None: fell.append(1) or np.full(size, 0.5)   # init_cutmix was called
         A.utils.np = _np_shim(SimpleNamespace(uniform=fallback))
         try:
-            with _cpu_cuda(): m = A.utils.generate_cutmix_mask(pred.numpy(), c, 0.005, no_pad=True, no_slim=True)
+            with cpu_cuda(): m = A.utils.generate_cutmix_mask(pred.numpy(), c, 0.005, no_pad=True, no_slim=True)
         finally: A.utils.random, A.utils.np = random, np
         found.add(not fell)
         if not fell:
@@ -578,7 +559,7 @@ def authors_steps(A, seed: int = 0, **_):
     A.utils_label, A.utils.label = A.utils.label, label
     A.loss.torch = _shim(torch, rand=rand)
     try:
-        with _cpu_cuda():
+        with cpu_cuda():
             bank0, table0 = rec['bank0'][None].repeat(3, 1), torch.zeros(C, rec['n_unlabeled'])
             _, bank, table = A.train.train(student, opt, sched, crit, _Loader(lab), 0, 0, teacher,
                                            _Loader(unl, dataset), crit_cons, bank0, table0)

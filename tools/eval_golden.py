@@ -17,7 +17,7 @@ prediction column, ignore 255 left out); where the function returns per-class Io
 too. Images are Cityscapes' (1024x2048) and VOC's (375x500, 500x333) shapes scaled down by 8 and 4, with one image
 smaller than the window, sides that are not a multiple of the stride, and several scales where the code offers them."""
 from __future__ import annotations
-import argparse, ast, contextlib, datetime, json, subprocess, sys, time
+import argparse, ast, datetime, json, subprocess, sys, time
 from pathlib import Path
 from types import SimpleNamespace
 import numpy as np
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from golden_json import write   # the golden files' form
+from golden_json import write, cpu_cuda   # the golden files' form and what the tools share
 
 GOLDEN_DIR = ROOT/'tests'/'golden'
 IGNORE = 255
@@ -127,13 +127,6 @@ def load_functions(path: Path, names, ns: dict) -> dict:
     exec(compile(ast.Module(body=nodes, type_ignores=[]), str(path), 'exec'), ns)
     return ns
 
-@contextlib.contextmanager
-def on_cpu():
-    "`Tensor.cuda` as the identity while the codebases' functions run."
-    cuda = torch.Tensor.cuda
-    torch.Tensor.cuda = lambda self, *a, **k: self
-    try: yield
-    finally: torch.Tensor.cuda = cuda
 
 class Called(nn.Module):
     "`net` as a codebase calls its model: its logits through `out` (a tensor, or U2PL's `dict(pred=...)`)."
@@ -169,7 +162,7 @@ def _ael_like(repo: Path, function: str, inputs: dict, utils: Path, model_out) -
     data_list = [(f'img{i}', f'lab{i}') for i in range(len(pairs))]
     model = Called(net, model_out)
     zero, one = [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]
-    with on_cpu(), torch.no_grad():
+    with cpu_cuda(), torch.no_grad():
         if function == 'validate_city':
             ns[function](model, C, data_list, zero, one, inputs['base_size'], *inputs['window'], list(inputs['scales']),
                          'gray', 'color')
@@ -199,7 +192,7 @@ def _unimatch(repo: Path, inputs: dict, v2: bool) -> dict:
     loader = [(img[None], lab[None], f'img{i}') for i, (img, lab) in enumerate(pairs)]
     cfg = dict(crop_size=inputs['window'][0], nclass=C)
     model = Called(net)
-    with on_cpu():
+    with cpu_cuda():
         miou, iou = (ns['evaluate'](model, loader, mode, cfg, multiplier=inputs['multiple']) if v2
                      else ns['evaluate'](model, loader, mode, cfg))
     return dict(confusion=confusion([p for p, _ in seen], [t for _, t in seen], C).tolist(),

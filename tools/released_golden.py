@@ -12,14 +12,14 @@ temporary folder). The codebases' modules are imported from there, never copied 
 its DPT head (its real `DPT('small')`); V1 builds its DeepLabv3+ on its deep-stem ResNet-50, with `pretrained=True`
 reading no file (the weights come from `fill`). `Tensor.cuda` is the identity while V2's code runs."""
 from __future__ import annotations
-import argparse, contextlib, importlib, io, subprocess, sys, tarfile, tempfile, time
+import argparse, importlib, io, subprocess, sys, tarfile, tempfile, time
 from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from golden_json import write   # the golden files' form
+from golden_json import write, cpu_cuda   # the golden files' form and what the tools share
 
 URLS = dict(unimatch_v2='https://github.com/LiheYoung/UniMatch-V2', unimatch='https://github.com/LiheYoung/UniMatch')
 NUM_CLASSES = 5
@@ -88,13 +88,6 @@ def kit_logits(codebase: str, keys: list, inputs: dict, folder) -> dict:
     with torch.no_grad(): return summary(model(image(inputs['seed'], *inputs['size']))['out'])
 
 # ---------------------------------------------------------------- the codebases' side
-@contextlib.contextmanager
-def cpu_cuda():
-    "`Tensor.cuda` as the identity (V2 moves its dropout masks with `.cuda()`)."
-    saved = torch.Tensor.cuda
-    torch.Tensor.cuda = lambda self, *a, **k: self
-    try: yield
-    finally: torch.Tensor.cuda = saved
 
 def checkout(repo) -> tuple[Path, str]:
     "The folder to import `model` from, and the commit."

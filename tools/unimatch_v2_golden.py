@@ -11,7 +11,7 @@ random-init tiny ViT (4 blocks of 32 dimensions, 2 heads, every block feeding th
 from one seeded state dict (`weights`). Each case names its inputs (seeds), its tolerance and what it checks;
 `KIT[function](**inputs)` recomputes the kit's side."""
 from __future__ import annotations
-import argparse, contextlib, importlib, subprocess, sys, tarfile, io, tempfile, time, json
+import argparse, importlib, subprocess, sys, tarfile, io, tempfile, time
 from functools import partial
 from pathlib import Path
 import torch
@@ -19,7 +19,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from golden_json import write   # the golden files' form
+from golden_json import write, compare, cpu_cuda   # the golden files' form and what the tools share
 from ael_nb.dpt import DPT, DINOV2, complementary_dropout_masks
 
 GOLDEN = ROOT/'tests'/'golden'/'unimatch_v2.json'
@@ -103,13 +103,6 @@ CASES = [  # (name, function, inputs, tolerance, what)
 ]
 
 # ---------------------------------------------------------------- V2's side
-@contextlib.contextmanager
-def cpu_cuda():
-    "`Tensor.cuda` as the identity (V2 moves its masks with `.cuda()`)."
-    saved = torch.Tensor.cuda
-    torch.Tensor.cuda = lambda self, *a, **k: self
-    try: yield
-    finally: torch.Tensor.cuda = saved
 
 def load_v2(repo) -> tuple:
     "V2's `model.semseg.dpt` module, its commit and the folder it was imported from."
@@ -169,17 +162,6 @@ def v2_masks(V2, bs: int, dim: int, seed: int) -> list:
 V2_SIDE = dict(forward=v2_forward, grad=v2_grad, masks=v2_masks)
 
 # ---------------------------------------------------------------- figures
-def compare(kit, ref, tol: float, path: str = '') -> list[str]:
-    "Where `kit` differs from `ref` (numbers beyond `tol`, anything else at all); [] when they agree."
-    if isinstance(ref, dict):
-        if not isinstance(kit, dict) or kit.keys() != ref.keys(): return [f'{path}: keys {list(kit)} vs {list(ref)}']
-        return [d for k in ref for d in compare(kit[k], ref[k], tol, f'{path}.{k}')]
-    if isinstance(ref, list):
-        if not isinstance(kit, list) or len(kit) != len(ref): return [f'{path}: {kit!r:.80} vs {ref!r:.80}']
-        return [d for i, (a, b) in enumerate(zip(kit, ref)) for d in compare(a, b, tol, f'{path}[{i}]')]
-    if isinstance(ref, float) and isinstance(kit, (int, float)) and not isinstance(kit, bool):
-        return [] if abs(kit - ref) <= tol else [f'{path}: {kit!r} vs {ref!r} (tolerance {tol})']
-    return [] if kit == ref else [f'{path}: {kit!r} vs {ref!r}']
 
 def figures(V2, commit: str) -> tuple[dict, list]:
     "Run every case on both sides; V2's outputs are the golden figures."
