@@ -520,6 +520,7 @@ def cpu() -> Config:
     c.method.tau = 1 - 18 / 1600
     c.method.alpha_rampup = 1600
     c.method.acm_targets = 'half'
+    c.method.cp_source, c.method.acm_fallback = 'memory', 'labeled'   # not in the paper: tail classes a batch lacks
     c.eval.mode, c.eval.interval, c.eval.num_workers = 'whole', 400, 0
     c.run.out, c.run.log_interval = 'runs/cpu', 10
     c.run.trace_interval = 100
@@ -534,6 +535,7 @@ def cpu96() -> Config:
     c.data.batch_size, c.model.head_channels = 8, 256
     c.optim.lr, c.optim.iters = 0.01, 800
     c.method.tau, c.method.alpha_rampup = 0.9775, 400
+    c.method.cp_source, c.method.acm_fallback = 'batch', 'box'        # the paper's sources, as the earlier default
     c.run.out, c.run.trace_interval = 'runs/cpu96', 50
     return c
 
