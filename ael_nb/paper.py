@@ -129,8 +129,9 @@ _LOSSES_COPY_PASTE = (
         'another image of the batch (same law up to the image itself)', 'the source draw'),
     Difference('Copy-Paste source class (not in the paper)', ('method.cp_source',), 'another labeled image',
         'any labeled image of the set, whatever classes it holds',
-        "off: the batch's; `memory`: a labeled image of a class c ~ r (Eq. 7) from a memory of the labeled set, "
-        'c pasted with the K (12): a class the batch lacks can be pasted', 'nothing: off in every preset'),
+        "the paper's presets: the batch's; the `cpu` preset: `memory`, a labeled image of a class c ~ r (Eq. 7) from a "
+        'memory of the labeled set, c pasted with the K (12): a class the batch lacks can be pasted',
+        "nothing: off in the paper's presets"),
 )
 
 # %% ../nbs/14a_paper.ipynb #0f6d3543
@@ -149,8 +150,8 @@ _CUTMIX = (
     Difference('ACM region area', (), 'r* of the image', 'r* x H^2', 'r* x H x W', "none on the presets' square crops"),
     Difference('ACM source without the drawn class (not in the paper)', ('method.acm_fallback',),
         'not said', 'any unlabeled image, a random box of it',
-        "off: a random box, as the code; `labeled`: c's region from a labeled image of the memory, ground truth as "
-        "pseudo-label (13)", 'nothing: off in every preset'),
+        "the paper's presets: a random box, as the code; the `cpu` preset: `labeled`, c's region from a labeled image "
+        "of the memory, ground truth as pseudo-label (13)", "nothing: off in the paper's presets"),
 )
 
 # %% ../nbs/14a_paper.ipynb #61d03325

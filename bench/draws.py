@@ -2,7 +2,10 @@
 
     python bench/draws.py                  # writes bench/results/default_draws.json (and ael_nb/stored/), prints a line per path and RESULTS' tables
     python bench/draws.py --results DIR    # the draws stored under another folder (written there)
-    python bench/draws.py --fraction 1/4   # the same setting at another labeled share (draws_1-4.json)
+    python bench/draws.py --fraction 1/4 --set method.cp_source=batch method.acm_fallback=box
+                                           # the earlier default: a quarter labeled, the paper's ACP and ACM sources (draws_1-4.json)
+    python bench/draws.py --set method.cp_source=batch method.acm_fallback=box --name draws_1-16_batch.json
+                                           # a sixteenth labeled with the paper's sources (draws_1-16_batch.json)
 
 A draw is one stored result at the `cpu` preset's setting (`ael_nb.draws.setting_of`; an AEL draw also with the preset's
 `method.*` keys, so a screened candidate is no draw of the default, and at its labeled share): grid `cheaper`'s rows that resolve
@@ -29,6 +32,7 @@ from stored import refresh
 
 RESULTS = Path(__file__).resolve().parent / 'results'
 METHODS = ('supervised', 'ael', 'full')
+PAPER_SOURCES = ('method.cp_source=batch', 'method.acm_fallback=box')   # ACP and ACM as the paper: the earlier defaults' draws
 
 def _mean_sd(x) -> dict|None:
     x = np.array(x, dtype=float)
@@ -71,13 +75,13 @@ def criteria(e: dict) -> dict:
                 gap_share=_r(share), gap_share_half=None if share is None else share >= 0.5, gap_share_not_computed=why,
                 counts={k: len(e[k]) for k in METHODS})
 
-def default_draws(results: Path, fraction: str|None = None) -> dict:
+def default_draws(results: Path, fraction: str|None = None, overrides=()) -> dict:
     "The draws at the `cpu` preset's setting under `results`, path by path, in the shape the README and the summary read; "
-    "`fraction` ('1/4'): the same setting at another labeled share (a candidate, or an earlier default)."
-    cfg = get_config('cpu')
+    "`fraction` ('1/4') and `overrides` (['method.cp_source=batch']): the same setting with those changes (a candidate, or an earlier default)."
+    cfg = get_config('cpu', overrides=list(overrides))
     want = setting_of(to_dict(cfg))
     share = str(Fraction(fraction or cfg.data.fraction).limit_denominator(1000)).replace('/', '-')
-    ael = {k: v for k, v in flat_settings(get_config('cpu')).items() if k.startswith('method.')}
+    ael = {k: v for k, v in flat_settings(cfg).items() if k.startswith('method.')}
     # an AEL cell with a method switch of its own (a screened candidate) is another method, not a draw of the default
     # and a cell at another labeled share (its split's name, '1-4' of '1-4_fold0') is another setting; the ceiling has all labels
     at = [d for d in stored_draws(results) if d['setting'] == want and d['method'] in METHODS
@@ -93,7 +97,8 @@ def default_draws(results: Path, fraction: str|None = None) -> dict:
                         miou=_r(d['miou']), per_class=d['per_class'] and {c: _r(v) for c, v in d['per_class'].items()},
                         source=rel(d), inferred=d['inferred']) for d in mine])
     for e in paths.values(): e['criteria'] = criteria(e)
-    return dict(setting="the cpu preset's (ael-train's default run)" + (f", {fraction} labeled" if fraction else ''),
+    return dict(setting="the cpu preset's (ael-train's default run)" + (f", {fraction} labeled" if fraction else '')
+                + (f", with {' '.join(overrides)}" if overrides else ''),
                 tail='tail mIoU, %', paths=paths,
                 unknown_path=[rel(d) for d in at if not d['path']])
 
@@ -135,9 +140,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument('--results', default=str(RESULTS), help='folder of stored results (default bench/results); the file is written there')
     ap.add_argument('--fraction', default=None, help="another labeled share (e.g. 1/4): writes draws_1-4.json, prints its tables")
+    ap.add_argument('--set', nargs='+', default=[], metavar='KEY=VALUE', help="the preset's setting with these changes")
+    ap.add_argument('--name', default=None, help='the file to write (default: default_draws.json, or draws_<fraction>.json)')
     args = ap.parse_args(argv)
-    d = default_draws(Path(args.results), args.fraction)
-    name = f"draws_{args.fraction.replace('/', '-')}.json" if args.fraction else 'default_draws.json'
+    d = default_draws(Path(args.results), args.fraction, tuple(args.set))
+    name = args.name or (f"draws_{args.fraction.replace('/', '-')}.json" if args.fraction else 'default_draws.json')
     atomic_write_text(Path(args.results) / name, json.dumps(d, indent=1) + '\n')
     refresh(args.results)
     print(readme_sentences(d))
