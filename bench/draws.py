@@ -58,8 +58,9 @@ def paired(draws: list[dict]) -> dict:
     return out
 
 def criteria(e: dict) -> dict:
-    "The default's three tests of one path's draws: AEL above supervised draw by draw, no tail class of AEL's mean more than 2 points "
-    "below supervised's, AEL's mean share of the supervised-to-fully-labeled tail gap (null where a side has no draw, `gap_share_not_computed` saying why)."
+    "The default's tests of one path's draws: AEL above supervised draw by draw, no tail class of AEL's mean more than 2 points "
+    "below supervised's (and every one above it), AEL's mean share of the supervised-to-fully-labeled tail gap (null where a "
+    "side has no draw, `gap_share_not_computed` saying why); seed by seed, each tail class's worst AEL-minus-supervised pair."
     tail = [SYNTHETIC_INFO.class_names[c] for c in SYNTHETIC_INFO.tail_classes]
     mean = lambda m, c: _mean_sd([d['per_class'][c] for d in e['draws'] if d['method'] == m and d['per_class']
                                   and d['per_class'].get(c) is not None] or [])
@@ -70,8 +71,14 @@ def criteria(e: dict) -> dict:
     # a side without a draw leaves the share uncomputed, and says why (never a share from another path's ceiling)
     why = (None if share is not None else f"no {', no '.join(k if k != 'full' else 'fully-labeled' for k in METHODS if m[k] is None)} draw on this path"
            if None in m.values() else 'the fully-labeled draws are not above the supervised ones')
+    # seed by seed: AEL's tail class minus supervised's of the same seed, split and thread count, the worst pair per class
+    pairs = [(a, s) for a in e['draws'] for s in e['draws'] if a['method'] == 'ael' and s['method'] == 'supervised'
+             and (a.get('seed'), a.get('threads')) == (s.get('seed'), s.get('threads')) and a['per_class'] and s['per_class']]
+    worst = {c: round(min(a['per_class'][c] - s['per_class'][c] for a, s in pairs), 4) if pairs else None for c in tail}
     return dict(every_ael_above=min(e['ael']) > max(e['supervised']) if e['ael'] and e['supervised'] else None,
                 tail_class_gain=gains, no_class_below_2=all(g >= -2 for g in gains.values()) if None not in gains.values() else None,
+                every_class_above=all(g > 0 for g in gains.values()) if None not in gains.values() else None,
+                worst_pair=worst, no_pair_below_2=all(w >= -2 for w in worst.values()) if None not in worst.values() else None,
                 gap_share=_r(share), gap_share_half=None if share is None else share >= 0.5, gap_share_not_computed=why,
                 counts={k: len(e[k]) for k in METHODS})
 

@@ -16,6 +16,7 @@ CASES = {'supervised': ['method.name=supervised'],
          'meanteacher': ['method.name=meanteacher'],
          'cutmix': ['method.name=cutmix'],
          'ael': ['method.name=ael'],                                            # ACM sources loaded in a thread
+         'ael-paper-sources': ['method.name=ael', 'method.cp_source=batch', 'method.acm_fallback=box'],   # the paper's
          'ael-no-prefetch': ['method.name=ael', 'data.acm_prefetch=false'],
          'supervised-accum': ['method.name=supervised', 'data.batch_size=4', 'optim.accum_steps=2'],
          'meanteacher-accum': ['method.name=meanteacher', 'data.batch_size=4', 'optim.accum_steps=2'],
