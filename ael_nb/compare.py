@@ -102,7 +102,7 @@ def plot_draws(dt: pd.DataFrame,  # `draws_table`
                title: str = ''):
     "Every draw's tail mIoU as a point, path by path, the methods side by side: circles at one thread, crosses at more."
     import matplotlib.pyplot as plt
-    paths = list(dict.fromkeys(dt.path)); methods = [m for m in ('supervised', 'ael', 'full') if m in set(dt.method)]
+    paths = list(dict.fromkeys(dt.path)); methods = list(dict.fromkeys(m for m in ('supervised', 'ael', 'full', *dt.method) if m in set(dt.method)))
     fig, ax = plt.subplots(figsize=(8, 4))
     for j, m in enumerate(methods):
         for one, marker, shift in ((True, 'o', 0), (False, 'X', 0.06)):   # crosses beside the circles they may meet
