@@ -139,6 +139,8 @@ def checked_round(run: Path, ref: dict, faults: int) -> dict:
 def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters: int = 40, say=print) -> dict:
     "Run the soak in `work` (a tmpfs is mounted at `work/disk`) until `faults` faults reached a running run; the report."
     work = Path(work); work.mkdir(parents=True, exist_ok=True)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:   # started in the background: the launchers would inherit
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # the ignoring, and no Ctrl-C fault would reach them
     seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
     say(f'soak: seed {seed}, {faults} faults, {procs} process(es), {iters} steps a run')
     rng = random.Random(seed)
