@@ -488,6 +488,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'ael_nb.faults._children': ('faults.html#_children', 'ael_nb/faults.py'),
                                'ael_nb.faults._claim': ('faults.html#_claim', 'ael_nb/faults.py'),
                                'ael_nb.faults._early': ('faults.html#_early', 'ael_nb/faults.py'),
+                               'ael_nb.faults._end_launcher': ('faults.html#_end_launcher', 'ael_nb/faults.py'),
                                'ael_nb.faults._end_when_stuck': ('faults.html#_end_when_stuck', 'ael_nb/faults.py'),
                                'ael_nb.faults._exit_status': ('faults.html#_exit_status', 'ael_nb/faults.py'),
                                'ael_nb.faults._frozen_kids': ('faults.html#_frozen_kids', 'ael_nb/faults.py'),

@@ -225,6 +225,10 @@ def _frozen_kids(pid: int, wait_s: float = 2) -> set[tuple[int, int|None]]:
     while _stat(pid)[:1] not in (['T'], ['Z'], []) and time.time() < end: time.sleep(0.005)
     return _kids(pid)
 
+def _end_launcher(pid: int, kids: set) -> int:
+    "SIGKILL to `pid` and its group once its children are noted in `kids` (`_frozen_kids`); the pid."
+    kids.update(_frozen_kids(pid)); _signal_groups(signal.SIGKILL, [pid]); return pid
+
 def descendants(pid: int) -> list[int]:
     "Every process below `pid` (Linux /proc; none elsewhere): what must end before a launcher may return."
     kids = _children(pid)
@@ -263,9 +267,10 @@ def _say_late(status: Path, late: list[int], wait_s: float):
     print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; {saved}",
           file=sys.stderr)
 
-def _exit_status(codes: list[int], ranks: int, rc: int) -> int:
+def _exit_status(codes: list[int], ranks: int, rc: int, stopped: bool = False) -> int:
     "75 if every rank requeues, 0 if torchrun succeeded, else a rank's failure or torchrun's (killed: 128 + signal)."
-    if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
+    # stopped: a stop ended torchrun before any rank registered; the ranks that started after it requeue, if any
+    if set(codes) <= {EXIT_REQUEUE} and (stopped or codes and len(codes) == ranks): return EXIT_REQUEUE
     if rc == 0: return 0
     return next((c for c in codes if c not in (0, EXIT_REQUEUE)), 128 - rc if rc < 0 else rc)
 
@@ -284,13 +289,13 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
                AEL_STATUS_DIR=str(status))
     launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_in_torchrun)
     atomic_write_text(status / 'launcher', str(launcher.pid))   # a rank starting after it ended ends (`under_launcher`)
-    stop, told, kids = [], set(), set()   # stop signals received; ranks that heard the last; torchrun's children
+    stop, told, kids, ended = [], set(), set(), []   # stops received; ranks that heard the last; torchrun's children
     def tell_new():                       # the last stop to each registered rank that has not heard it
         new = _registered(status) - told; _signal_groups(stop[-1], new); told.update(new)
     def forward(signum, frame):           # torchrun before any rank registered: it ends, its children noted
         stop.append(signal.SIGTERM if signum == signal.SIGHUP else signal.Signals(signum))
         atomic_write_text(status / 'stop', stop[-1].name); told.clear(); tell_new()
-        if not told: kids.update(_frozen_kids(launcher.pid)); _signal_groups(signal.SIGKILL, [launcher.pid])
+        if not told: ended.append(_end_launcher(launcher.pid, kids))
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
@@ -309,7 +314,7 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
         for s, h in old.items(): signal.signal(s, h)
         codes = [int(f.read_text() or -1) for f in status.iterdir() if f.name.isdigit()]
         shutil.rmtree(status, ignore_errors=True)
-    return _exit_status(codes, ranks, rc)
+    return _exit_status(codes, ranks, rc, bool(ended))
 
 # %% ../nbs/21_faults.ipynb #456ac034
 def resume_command(out, world: int = 1) -> str:

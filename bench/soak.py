@@ -4,8 +4,8 @@ trained without a stop, and it starts again from scratch until the faults asked 
 
 Faults, in a shuffled cycle: SIGKILL to every process of the run (launcher, torchrun, ranks), SIGTERM to ael-launch,
 SIGINT to its process group (Ctrl-C), a second SIGINT soon after the first, SIGUSR1 to ael-launch (a scheduler's
-warning), and a full disk: the run folder lives on a small tmpfs that is filled at a random moment, so that the next
-write meets ENOSPC. A moment is drawn, from a seed that the report prints, either in the start-up (a delay after the
+warning), and a full disk: the run folder lives on a small tmpfs that is filled at a random moment and kept full
+while that run lasts, so that its next write meets ENOSPC. A moment is drawn, from a seed that the report prints, either in the start-up (a delay after the
 launch, up to the reference run's time to its first step) or in training: after the segment's k-th new line of
 metrics.jsonl (k from 1 to 3), plus up to one step's time. Counted in steps, the moment lands while the run trains
 whatever the machine's load; the per-step time comes from the arrival times of the reference run's training lines
@@ -22,7 +22,7 @@ without its throughput and memory fields (`img_per_s`, `peak_mem_gb`), which mea
     python bench/soak.py --procs 2 --faults 50 --seed 7 --json bench/results/soak/soak_2proc_50faults.json   # DDP (gloo)
 
 Needs Linux and root (the tmpfs mount). About half a minute a fault on a loaded 2-core CPU."""
-import argparse, json, os, random, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, random, re, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,14 +75,22 @@ def whole(run: Path) -> list[str]:
     return bad
 
 
-def fill(disk: Path) -> Path:
-    "Take all the free space of `disk` in one file: the run's next write meets ENOSPC."
-    filler = disk / 'filler'
-    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
-    with open(filler, 'wb') as f:
-        try: os.posix_fallocate(f.fileno(), 0, free)
-        except OSError: pass
-    return filler
+class Filler(threading.Thread):
+    "Keep `disk` full while the run lasts: its next write meets ENOSPC, also after it freed space (a replaced checkpoint)."
+    # one fallocate of the free space fails whole when the run writes meanwhile; pieces that halve on failure do not
+    def __init__(self, disk: Path):
+        super().__init__(daemon=True)
+        self.path, self.done, self.full = disk / 'filler', threading.Event(), threading.Event()
+    def run(self):
+        size = 0
+        with open(self.path, 'wb') as f:
+            while not self.done.is_set():
+                piece = 1 << 26
+                while piece >= 4096:
+                    try: os.posix_fallocate(f.fileno(), size, piece); size += piece
+                    except OSError: piece //= 2
+                self.full.set(); self.done.wait(0.005)
+    def stop(self): self.done.set(); self.join(); self.path.unlink()
 
 
 def reference(work: Path, procs: int, iters: int) -> dict:
@@ -99,8 +107,8 @@ def reference(work: Path, procs: int, iters: int) -> dict:
                 startup_s=steps[0] - t0, step_s=statistics.median(b - a for a, b in zip(steps, steps[1:])))
 
 
-def send(kind: str, p: subprocess.Popen, procs_now: list[int], disk: Path, rng) -> Path | None:
-    "Send the fault `kind` to the run of launcher `p`; the filler file of a full disk."
+def send(kind: str, p: subprocess.Popen, procs_now: list[int], disk: Path, rng) -> Filler | None:
+    "Send the fault `kind` to the run of launcher `p`; the `Filler` of a full disk, once the disk is full."
     if kind == 'SIGKILL':
         for pid in procs_now[::-1] + [p.pid]:
             try: os.kill(pid, signal.SIGKILL)
@@ -110,7 +118,7 @@ def send(kind: str, p: subprocess.Popen, procs_now: list[int], disk: Path, rng) 
     elif kind.startswith('SIGINT'):
         os.killpg(p.pid, signal.SIGINT)
         if kind == 'SIGINT2': time.sleep(rng.uniform(0, 0.5)); os.killpg(p.pid, signal.SIGINT)
-    elif kind == 'ENOSPC': return fill(disk)
+    elif kind == 'ENOSPC': f = Filler(disk); f.start(); f.full.wait(); return f
 
 
 def wait_end(p: subprocess.Popen) -> tuple[str, list[str]]:
@@ -166,7 +174,7 @@ def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters:
             procs_now, hit = descendants(p.pid), p.poll() is None
             filler = send(kind, p, procs_now, disk, rng) if hit else None
             err, hung = wait_end(p)
-            if filler is not None: filler.unlink()
+            if filler is not None: filler.stop()
             t_end = time.time()
             while any(running(q) for q in procs_now) and time.time() - t_end < 60: time.sleep(0.1)
             left = [q for q in procs_now if running(q)]
