@@ -158,10 +158,10 @@ def ael_train(argv=None):
         other = [k for k, v in vars(args).items() if k not in ('keys', 'debug') and v != p.get_default(k) and v != []]
         if other: p.error(f"--keys lists the configuration keys and uses no other option (given: {', '.join(other)})")
         print('\n'.join(valid_keys())); return 0
-    under_launcher()                                                # under torchrun: no rank outlives it (`ael_nb.faults.supervise`)
     return report_status(guarded('ael-train', args.debug, lambda: _train(args)))
 
 def _train(args):
+    under_launcher()          # under torchrun: no rank outlives it, a stop before training is one line
     cfg = config_from_args(args)
     if args.show_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False)); return 0

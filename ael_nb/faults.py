@@ -19,7 +19,7 @@ from .config import RESUME_FREE, Config, load_config, config_diff
 # %% auto #0
 __all__ = ['STOP_SIGNALS', 'RUN_FILES', 'RunStopped', 'Diverged', 'NoSpace', 'Preempted', 'disk_space', 'finite_values',
            'nonfinite_tensors', 'check_weights', 'agree', 'StopSignals', 'ignore_stop_signals', 'die_with_parent',
-           'under_launcher', 'report_status', 'running', 'wait_for_ranks', 'descendants', 'supervise', 'resume_command',
+           'running', 'wait_for_ranks', 'under_launcher', 'report_status', 'descendants', 'supervise', 'resume_command',
            'config_changes', 'check_resume', 'SaveSchedule', 'partial_writes', 'RunLock', 'claim_run_dir']
 
 # %% ../nbs/21_faults.ipynb #1015658d
@@ -111,32 +111,6 @@ def die_with_parent(sig: int = signal.SIGTERM) -> bool:
     if os.getppid() != parent: os.kill(os.getpid(), sig)    # the parent ended before the request
     return True
 
-# %% ../nbs/21_faults.ipynb #7545cc34
-def _status_dir() -> Path|None:
-    d = os.environ.get('AEL_STATUS_DIR')
-    return Path(d) if d and os.path.isdir(d) else None
-
-def _stopped_early(signum, frame):
-    raise Preempted(f"{signal.Signals(signum).name} before training started: nothing new to checkpoint")
-
-def under_launcher():
-    ("A training process under torchrun: a stop before training is one line and 75; it ends with its launcher; "
-     "`supervise` learns its pid.")
-    if not os.environ.get('TORCHELASTIC_RUN_ID'): return
-    if threading.current_thread() is threading.main_thread():   # until `StopSignals` takes over, and after it
-        for s in STOP_SIGNALS: signal.signal(getattr(signal, s), _stopped_early)
-    die_with_parent()
-    if (d := _status_dir()) is not None:
-        atomic_write_text(Path(d, f"{os.environ.get('RANK', '0')}.pid"), str(os.getpid()))
-
-# %% ../nbs/21_faults.ipynb #7ab8496f
-def report_status(code: int) -> int:
-    "The exit status to end with: under `supervise`, `code` goes to `$AEL_STATUS_DIR/<RANK>`, a requeue (75) exits 0."
-    # 0: a stop that torchrun must not report as a failure
-    if (d := _status_dir()) is None: return code
-    atomic_write_text(Path(d, os.environ.get('RANK', '0')), str(code))   # after the checkpoint: the rank's last word
-    return 0 if code == EXIT_REQUEUE else code
-
 # %% ../nbs/21_faults.ipynb #b2e4d6f1
 def running(pid: int) -> bool:
     "True while process `pid` runs (a zombie, which has ended but not been reaped, counts as ended)."
@@ -160,14 +134,106 @@ def wait_for_ranks(status,               # `AEL_STATUS_DIR` of the ranks (`under
         if not left or time.time() >= end: return left
         time.sleep(poll)
 
+# %% ../nbs/21_faults.ipynb #7545cc34
+def _status_dir() -> Path|None:
+    d = os.environ.get('AEL_STATUS_DIR')
+    return Path(d) if d and os.path.isdir(d) else None
+
+def _early(signum) -> str: return f"{signal.Signals(signum).name} before training started: nothing new to checkpoint"
+
+def _stopped_early(signum, frame): raise Preempted(_early(signum))
+
+_STUCK_S = 5    # how long a stop before training waits for the main thread to hear it before the process ends anyway
+
+def _end_when_stuck(r: int, prog: str):
+    "Read the signal wakeup pipe `r`: a stop before training the main thread did not hear `_STUCK_S` later ends it."
+    # the main thread hears a signal only when it next runs Python; a rendezvous with an ended torchrun (TCPStore's
+    # connect) waits in C for its 30-minute timeout
+    stops = {int(getattr(signal, s)) for s in STOP_SIGNALS}
+    while (b := os.read(r, 1)):
+        if b[0] not in stops or signal.getsignal(b[0]) is not _stopped_early: continue
+        time.sleep(_STUCK_S)
+        if signal.getsignal(b[0]) is not _stopped_early: continue        # training took the signals over
+        if os.environ.get('RANK', '0') == '0': print(f"{prog}: {_early(b[0])}", file=sys.stderr, flush=True)
+        for p in list(_HELD): Path(p).unlink(missing_ok=True)           # this process's run lock
+        os._exit(report_status(EXIT_REQUEUE))
+
+def _watch_stops(prog: str):
+    "Start `_end_when_stuck` on a wakeup pipe (the C signal handler writes each signal's number to it); main thread."
+    r, w = os.pipe(); os.set_blocking(w, False)
+    if (old := signal.set_wakeup_fd(w, warn_on_full_buffer=False)) != -1:   # another's (asyncio): left as it was
+        signal.set_wakeup_fd(old); os.close(r); os.close(w); return
+    threading.Thread(target=_end_when_stuck, args=(r, prog), daemon=True, name='stop-watch').start()
+
+
+# %% ../nbs/21_faults.ipynb #7545cc35
+def _no_launcher(d: Path) -> str|None:
+    "Why a rank that starts now has no rendezvous: `supervise` returned (`d` is gone) or its launcher ended; else None."
+    try:
+        if running(int((d / 'launcher').read_text())): return None
+    except ValueError: return None
+    except OSError:
+        if d.is_dir(): return None                               # not started by `supervise`
+    try: return _early(signal.Signals[(d / 'stop').read_text()])  # the stop that ended it
+    except (OSError, KeyError): return "the launcher ended before training started: nothing new to checkpoint"
+
+def under_launcher(prog: str = 'ael-train'):
+    ("A training process under torchrun: a stop before training is one line and 75, even while it waits in C code; "
+     "it ends with its launcher; `supervise` learns its pid.")
+    if not os.environ.get('TORCHELASTIC_RUN_ID'): return
+    if threading.current_thread() is threading.main_thread():   # until `StopSignals` takes over, and after it
+        for s in STOP_SIGNALS: signal.signal(getattr(signal, s), _stopped_early)
+        _watch_stops(prog)
+    die_with_parent()
+    if (d := os.environ.get('AEL_STATUS_DIR')) is not None:
+        if (why := _no_launcher(Path(d))) is not None: raise Preempted(why)   # ended before this rank could ask
+        atomic_write_text(Path(d, f"{os.environ.get('RANK', '0')}.pid"), str(os.getpid()))
+
+
+# %% ../nbs/21_faults.ipynb #7ab8496f
+def report_status(code: int) -> int:
+    "The exit status to end with: under `supervise`, `code` goes to `$AEL_STATUS_DIR/<RANK>`, a requeue (75) exits 0."
+    # 0: a stop that torchrun must not report as a failure
+    if (d := _status_dir()) is None: return code
+    atomic_write_text(Path(d, os.environ.get('RANK', '0')), str(code))   # after the checkpoint: the rank's last word
+    return 0 if code == EXIT_REQUEUE else code
+
 # %% ../nbs/21_faults.ipynb #206b8d1d
-def descendants(pid: int) -> list[int]:
-    "Every process below `pid` (Linux /proc; none elsewhere): what must end before a launcher may return."
+def _stat(pid: int) -> list[str]:
+    "The fields of `/proc/<pid>/stat` after the name, its state first; none for a process that is gone (or not Linux)."
+    try: return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    except (OSError, IndexError): return []
+
+def _started(pid: int) -> int|None:
+    "When process `pid` started (clock ticks since boot), None if it is gone: a pid used again starts later."
+    s = _stat(pid); return int(s[19]) if len(s) > 19 else None
+
+def _children(pid: int) -> list[int]:
     kids = []
     for t in Path(f'/proc/{pid}/task').glob('*'):
         try: kids += [int(k) for k in (t / 'children').read_text().split()]
         except OSError: pass
+    return kids
+
+def _kids(pid: int) -> set[tuple[int, int|None]]: return {(k, _started(k)) for k in _children(pid)}
+
+def _frozen_kids(pid: int, wait_s: float = 2) -> set[tuple[int, int|None]]:
+    "The children of `pid` (pid, start) once it is stopped (SIGSTOP): it starts no more before it is killed."
+    try: os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError: return set()
+    end = time.time() + wait_s
+    while _stat(pid)[:1] not in (['T'], ['Z'], []) and time.time() < end: time.sleep(0.005)
+    return _kids(pid)
+
+def _end_launcher(pid: int, kids: set) -> int:
+    "SIGKILL to `pid` and its group once its children are noted in `kids` (`_frozen_kids`); the pid."
+    kids.update(_frozen_kids(pid)); _signal_groups(signal.SIGKILL, [pid]); return pid
+
+def descendants(pid: int) -> list[int]:
+    "Every process below `pid` (Linux /proc; none elsewhere): what must end before a launcher may return."
+    kids = _children(pid)
     return kids + [g for k in kids for g in descendants(k)]
+
 
 # %% ../nbs/21_faults.ipynb #5e1c7a2b
 def _in_torchrun():
@@ -183,6 +249,10 @@ def _registered(status: Path) -> set[int]:
         except (OSError, ValueError): pass
     return pids
 
+def _unregistered(kids: set[tuple[int, int|None]], status: Path) -> list[int]:
+    "The processes of `kids` (pid, start) that still run and have not registered in `status`."
+    return [k for k, t in kids if k not in _registered(status) and running(k) and _started(k) == t]   # not reused
+
 def _signal_groups(sig, pids):
     "`sig` to the process group of each pid (a rank and its loader workers) that still runs."
     for pid in pids:
@@ -197,9 +267,10 @@ def _say_late(status: Path, late: list[int], wait_s: float):
     print(f"ael-launch: rank {', '.join(map(str, late))} still running {wait_s:.0f} s after torchrun ended; {saved}",
           file=sys.stderr)
 
-def _exit_status(codes: list[int], ranks: int, rc: int) -> int:
+def _exit_status(codes: list[int], ranks: int, rc: int, stopped: bool = False) -> int:
     "75 if every rank requeues, 0 if torchrun succeeded, else a rank's failure or torchrun's (killed: 128 + signal)."
-    if len(codes) == ranks and set(codes) == {EXIT_REQUEUE}: return EXIT_REQUEUE
+    # stopped: a stop ended torchrun before any rank registered; the ranks that started after it requeue, if any
+    if set(codes) <= {EXIT_REQUEUE} and (stopped or codes and len(codes) == ranks): return EXIT_REQUEUE
     if rc == 0: return 0
     return next((c for c in codes if c not in (0, EXIT_REQUEUE)), 128 - rc if rc < 0 else rc)
 
@@ -217,23 +288,24 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
     env = dict(os.environ, PET_SIGNALS_TO_HANDLE=handled, TORCHELASTIC_SIGNALS_TO_HANDLE=handled,
                AEL_STATUS_DIR=str(status))
     launcher = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_in_torchrun)
-    stop, told, kids = [], set(), set()   # stop signals received; ranks that heard the last; all torchrun started
+    atomic_write_text(status / 'launcher', str(launcher.pid))   # a rank starting after it ended ends (`under_launcher`)
+    stop, told, kids, ended = [], set(), set(), []   # stops received; ranks that heard the last; torchrun's children
     def tell_new():                       # the last stop to each registered rank that has not heard it
         new = _registered(status) - told; _signal_groups(stop[-1], new); told.update(new)
-    def forward(signum, frame):
+    def forward(signum, frame):           # torchrun before any rank registered: it ends, its children noted
         stop.append(signal.SIGTERM if signum == signal.SIGHUP else signal.Signals(signum))
-        told.clear(); tell_new()
-        if not told: _signal_groups(signal.SIGKILL, [launcher.pid])   # torchrun before any rank registered: it ends
+        atomic_write_text(status / 'stop', stop[-1].name); told.clear(); tell_new()
+        if not told: ended.append(_end_launcher(launcher.pid, kids))
     main = threading.current_thread() is threading.main_thread()
     old = ({s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)}
            if main else {})
     try:
         while (rc := launcher.poll()) is None:     # a rank that starts after a stop signal hears it when it registers
-            kids.update(descendants(launcher.pid))
+            kids.update(_kids(launcher.pid))
             if stop: tell_new()
             time.sleep(0.1)
         end = time.time() + wait_s                 # torchrun ended on the stop before its ranks registered: each
-        while stop and time.time() < end and any(running(k) for k in kids - _registered(status)):
+        while stop and time.time() < end and _unregistered(kids, status):
             tell_new(); time.sleep(0.1)            # hears it when it registers, and ends in one line
         if stop: tell_new()
         late = wait_for_ranks(status, max(end - time.time(), 0) if stop else wait_s)
@@ -242,7 +314,7 @@ def supervise(cmd: list[str],   # a launcher command, e.g. from `ael_nb.launch.t
         for s, h in old.items(): signal.signal(s, h)
         codes = [int(f.read_text() or -1) for f in status.iterdir() if f.name.isdigit()]
         shutil.rmtree(status, ignore_errors=True)
-    return _exit_status(codes, ranks, rc)
+    return _exit_status(codes, ranks, rc, bool(ended))
 
 # %% ../nbs/21_faults.ipynb #456ac034
 def resume_command(out, world: int = 1) -> str:

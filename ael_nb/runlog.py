@@ -62,19 +62,20 @@ def read_metrics(out) -> list[dict]:
 class RunLog:
     "metrics.jsonl + TensorBoard of a run directory (no-ops on ranks other than 0)."
     def __init__(self, out: Path, tensorboard: bool = True, resume_it: int|None = None):
-        self.path, self.tb = Path(out) / 'metrics.jsonl', None
+        self.path, self.tb, self.evaluated = Path(out) / 'metrics.jsonl', None, set()
         if not is_main(): return
         if resume_it is not None and self.path.exists():   # drop lines written after the checkpoint
-            keep = [l for l, r in _records(self.path) if r['it'] <= resume_it]
-            atomic_write_text(self.path, ''.join(l + '\n' for l in keep))
+            keep = [(l, r) for l, r in _records(self.path) if r['it'] <= resume_it]
+            atomic_write_text(self.path, ''.join(l + '\n' for l, _ in keep))
+            self.evaluated = {r['it'] for _, r in keep if 'eval' in r}   # a resumed finished run evaluates again
         elif resume_it is None and self.path.exists(): self.path.unlink()
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
             self.tb = SummaryWriter(str(Path(out) / 'tb'), purge_step=None if resume_it is None else resume_it + 1)
 
     def write(self, rec: dict, scalars: dict|None = None):
-        "Append `rec` to metrics.jsonl (NaN as null) and its `scalars` to TensorBoard at step `rec['it']`."
-        if not is_main(): return
+        "Append `rec` to metrics.jsonl (NaN as null), its `scalars` to TensorBoard at step `rec['it']`; an eval once."
+        if not is_main() or ('eval' in rec and rec['it'] in self.evaluated): return
         line = json.dumps(json_safe(rec), allow_nan=False) + '\n'
         with disk_space(self.path): append_line(self.path, line)
         if self.tb is not None:

@@ -1,19 +1,28 @@
-"""Soak: one tiny run under `ael-launch`, interrupted again and again at random moments, resumed after each fault; at
-the end its weights and its metrics.jsonl must equal those of the same run trained without a stop.
+"""Soak: one tiny run under `ael-launch`, interrupted again and again at random moments while it starts or trains,
+resumed after each fault; each time it finishes, its weights and its metrics.jsonl must equal those of the same run
+trained without a stop, and it starts again from scratch until the faults asked for have all reached a running run.
 
 Faults, in a shuffled cycle: SIGKILL to every process of the run (launcher, torchrun, ranks), SIGTERM to ael-launch,
 SIGINT to its process group (Ctrl-C), a second SIGINT soon after the first, SIGUSR1 to ael-launch (a scheduler's
-warning), and a full disk: the run folder lives on a small tmpfs that is filled at a random moment, so that the next
-write meets ENOSPC. A moment is drawn either in the start-up (before the first step) or after the first step of the
-resumed segment, from a seed that the report prints. After each fault: no process is left, every file the run keeps
-reads whole (latest.pth, metrics.jsonl line by line, config.yaml), no temporary file is left but after a SIGKILL,
-and the checkpoint never goes back.
+warning), and a full disk: the run folder lives on a small tmpfs that is filled at a random moment and kept full
+while that run lasts, so that its next write meets ENOSPC. A moment is drawn, from a seed that the report prints, either in the start-up (a delay after the
+launch, up to the reference run's time to its first step) or in training: after the segment's k-th new line of
+metrics.jsonl (k from 1 to 3), plus up to one step's time. Counted in steps, the moment lands while the run trains
+whatever the machine's load; the per-step time comes from the arrival times of the reference run's training lines
+(its final evaluation left out). A fault that finds the run already ended is reported and not counted.
 
-    python bench/soak.py --procs 1 --faults 50 --seed 7 --json bench/results/soak_1proc.json
-    python bench/soak.py --procs 2 --faults 50 --seed 7 --json bench/results/soak_2proc.json   # 2-process DDP (gloo)
+Each fault in training costs the run a few steps, so a run of `--iters` steps (40) holds a dozen or so; a run that
+finishes is checked and started again from scratch (a new round), rather than made hundreds of steps long: every
+round ends with a comparison to the reference, and a fault costs a start-up, not steps. After each fault: no process
+is left, every file the run keeps reads whole (latest.pth, metrics.jsonl line by line, config.yaml), no temporary
+file is left but after a SIGKILL, and the checkpoint never goes back within a round. metrics.jsonl is compared
+without its throughput and memory fields (`img_per_s`, `peak_mem_gb`), which measure the machine, not the run.
 
-Needs Linux and root (the tmpfs mount). Minutes on a 2-core CPU."""
-import argparse, json, os, random, re, signal, subprocess, sys, tempfile, time
+    python bench/soak.py --procs 1 --faults 50 --seed 7 --json bench/results/soak/soak_1proc_50faults.json
+    python bench/soak.py --procs 2 --faults 50 --seed 7 --json bench/results/soak/soak_2proc_50faults.json   # DDP (gloo)
+
+Needs Linux and root (the tmpfs mount). About half a minute a fault on a loaded 2-core CPU."""
+import argparse, json, os, random, re, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,75 +75,106 @@ def whole(run: Path) -> list[str]:
     return bad
 
 
-def fill(disk: Path) -> Path:
-    "Take all the free space of `disk` in one file: the run's next write meets ENOSPC."
-    filler = disk / 'filler'
-    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
-    with open(filler, 'wb') as f:
-        try: os.posix_fallocate(f.fileno(), 0, free)
-        except OSError: pass
-    return filler
+class Filler(threading.Thread):
+    "Keep `disk` full while the run lasts: its next write meets ENOSPC, also after it freed space (a replaced checkpoint)."
+    # one fallocate of the free space fails whole when the run writes meanwhile; pieces that halve on failure do not
+    def __init__(self, disk: Path):
+        super().__init__(daemon=True)
+        self.path, self.done, self.full = disk / 'filler', threading.Event(), threading.Event()
+    def run(self):
+        size = 0
+        with open(self.path, 'wb') as f:
+            while not self.done.is_set():
+                piece = 1 << 26
+                while piece >= 4096:
+                    try: os.posix_fallocate(f.fileno(), size, piece); size += piece
+                    except OSError: piece //= 2
+                self.full.set(); self.done.wait(0.005)
+    def stop(self): self.done.set(); self.join(); self.path.unlink()
 
 
 def reference(work: Path, procs: int, iters: int) -> dict:
-    "The same run without a stop: its digest, its metrics, its time to the first step and per step."
+    "The same run without a stop: its digest, its metrics, its time to the first step and per step (training lines)."
     root = work / 'reference'
     t0 = time.time(); p = launch(root, procs, iters); run = root / 'cpu' / 'drawn_seed0'
-    while lines(run / 'metrics.jsonl') < 1 and p.poll() is None: time.sleep(0.05)
-    t1 = time.time(); _, err = p.communicate(); t2 = time.time()
-    if p.returncode: raise SystemExit(f'the reference run failed ({p.returncode}): {err[-2000:]}')
+    seen = []                                           # the arrival time of each new line of metrics.jsonl
+    while p.poll() is None:
+        seen += [time.time()] * (lines(run / 'metrics.jsonl') - len(seen)); time.sleep(0.02)
+    _, err = p.communicate()
+    if p.returncode or len(seen) < 3: raise SystemExit(f'the reference run failed ({p.returncode}): {err[-2000:]}')
+    steps = seen[:iters]                                # the training lines; the evaluation's comes after them
     return dict(summary=json.loads((run / 'summary.json').read_text()), metrics=strip(read_metrics(run)),
-                startup_s=t1 - t0, step_s=(t2 - t1) / max(iters - 1, 1))
+                startup_s=steps[0] - t0, step_s=statistics.median(b - a for a, b in zip(steps, steps[1:])))
 
 
-def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters: int | None = None, say=print) -> dict:
-    "Run the soak in `work` (a tmpfs is mounted at `work/disk`); returns the report."
+def send(kind: str, p: subprocess.Popen, procs_now: list[int], disk: Path, rng) -> Filler | None:
+    "Send the fault `kind` to the run of launcher `p`; the `Filler` of a full disk, once the disk is full."
+    if kind == 'SIGKILL':
+        for pid in procs_now[::-1] + [p.pid]:
+            try: os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError: pass
+    elif kind == 'SIGTERM': p.send_signal(signal.SIGTERM)
+    elif kind == 'SIGUSR1': p.send_signal(signal.SIGUSR1)
+    elif kind.startswith('SIGINT'):
+        os.killpg(p.pid, signal.SIGINT)
+        if kind == 'SIGINT2': time.sleep(rng.uniform(0, 0.5)); os.killpg(p.pid, signal.SIGINT)
+    elif kind == 'ENOSPC': f = Filler(disk); f.start(); f.full.wait(); return f
+
+
+def wait_end(p: subprocess.Popen) -> tuple[str, list[str]]:
+    "The launcher's stderr once it ended, and what was still running if it did not end within TIMEOUT_S (then killed)."
+    hung = []
+    try: return p.communicate(timeout=TIMEOUT_S)[1], hung
+    except subprocess.TimeoutExpired: pass
+    for q in [p.pid] + descendants(p.pid):
+        try: hung.append(f"{q} {Path(f'/proc/{q}/cmdline').read_text().replace(chr(0), ' ')[:90]} "
+                         f"wchan={Path(f'/proc/{q}/wchan').read_text()}")
+        except OSError: pass
+    for q in descendants(p.pid)[::-1] + [p.pid]:
+        try: os.kill(q, signal.SIGKILL)
+        except ProcessLookupError: pass
+    return p.communicate()[1], hung
+
+
+def checked_round(run: Path, ref: dict, faults: int) -> dict:
+    "A finished run against the reference: digest, metrics.jsonl, files whole."
+    final = json.loads((run / 'summary.json').read_text())
+    return dict(faults=faults, digest=final['weights'], it=final['it'], digest_equal=final['weights'] == ref['summary']['weights'],
+                metrics_equal=strip(read_metrics(run)) == ref['metrics'],
+                problems=whole(run) + [q.name for q in partial_writes(run)])
+
+
+def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters: int = 40, say=print) -> dict:
+    "Run the soak in `work` (a tmpfs is mounted at `work/disk`) until `faults` faults reached a running run; the report."
     work = Path(work); work.mkdir(parents=True, exist_ok=True)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:   # started in the background: the launchers would inherit
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # the ignoring, and no Ctrl-C fault would reach them
     seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
-    iters = iters or 2 * faults
-    say(f'soak: seed {seed}, {faults} faults, {procs} process(es), {iters} steps')
+    say(f'soak: seed {seed}, {faults} faults, {procs} process(es), {iters} steps a run')
     rng = random.Random(seed)
     ref = reference(work, procs, iters)
     say(f"reference: digest {ref['summary']['weights']}, start-up {ref['startup_s']:.1f} s, {ref['step_s']:.2f} s a step")
     disk = work / 'disk'; disk.mkdir(exist_ok=True)
     r = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1g', 'tmpfs', str(disk)], capture_output=True, text=True)
     if r.returncode: raise SystemExit(f'cannot mount a tmpfs at {disk} for the full-disk fault: {r.stderr.strip()}')
-    plan = [KINDS[i % len(KINDS)] for i in range(faults)]; rng.shuffle(plan)
-    run, log, last_it = disk / 'cpu' / 'drawn_seed0', [], 0
+    cycle = []
+    run, log, rounds, last_it, in_round, resumes = disk / 'cpu' / 'drawn_seed0', [], [], 0, 0, 0
     try:
-        for i, kind in enumerate(plan):
-            before = lines(run / 'metrics.jsonl')
+        while sum(r['hit'] for r in log) < faults:
+            if not cycle: cycle = list(KINDS); rng.shuffle(cycle)
+            kind, i = cycle.pop(), len(log)
+            before, resumes = lines(run / 'metrics.jsonl'), resumes + (run / 'latest.pth').exists()
             in_startup = rng.random() < 0.3
-            delay = rng.uniform(0, ref['startup_s']) if in_startup else rng.uniform(0, 2 * ref['step_s'])
+            k = rng.randint(1, 3)
+            delay = rng.uniform(0, ref['startup_s']) if in_startup else rng.uniform(0, ref['step_s'])
             t0 = time.time(); p = launch(disk, procs, iters)
-            if not in_startup:   # the moment counts from the segment's first step
-                while lines(run / 'metrics.jsonl') <= before and p.poll() is None: time.sleep(0.02)
+            if not in_startup:   # the moment counts from the segment's k-th new step
+                while lines(run / 'metrics.jsonl') < before + k and p.poll() is None: time.sleep(0.02)
             time.sleep(delay)
-            procs_now = descendants(p.pid)
-            filler, hit = None, p.poll() is None
-            if hit:
-                if kind == 'SIGKILL':
-                    for pid in procs_now[::-1] + [p.pid]:
-                        try: os.kill(pid, signal.SIGKILL)
-                        except ProcessLookupError: pass
-                elif kind == 'SIGTERM': p.send_signal(signal.SIGTERM)
-                elif kind == 'SIGUSR1': p.send_signal(signal.SIGUSR1)
-                elif kind.startswith('SIGINT'):
-                    os.killpg(p.pid, signal.SIGINT)
-                    if kind == 'SIGINT2': time.sleep(rng.uniform(0, 0.5)); os.killpg(p.pid, signal.SIGINT)
-                elif kind == 'ENOSPC': filler = fill(disk)
-            hung = []
-            try: _, err = p.communicate(timeout=TIMEOUT_S)
-            except subprocess.TimeoutExpired:        # what was still running, then end it and go on
-                for q in [p.pid] + descendants(p.pid):
-                    try: hung.append(f"{q} {Path(f'/proc/{q}/cmdline').read_text().replace(chr(0), ' ')[:90]} "
-                                     f"wchan={Path(f'/proc/{q}/wchan').read_text()}")
-                    except OSError: pass
-                for q in descendants(p.pid)[::-1] + [p.pid]:
-                    try: os.kill(q, signal.SIGKILL)
-                    except ProcessLookupError: pass
-                _, err = p.communicate()
-            if filler is not None: filler.unlink()
+            procs_now, hit = descendants(p.pid), p.poll() is None
+            filler = send(kind, p, procs_now, disk, rng) if hit else None
+            err, hung = wait_end(p)
+            if filler is not None: filler.stop()
             t_end = time.time()
             while any(running(q) for q in procs_now) and time.time() - t_end < 60: time.sleep(0.1)
             left = [q for q in procs_now if running(q)]
@@ -147,54 +187,61 @@ def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters:
             problems += [f'temporary files left: {partial}'] * bool(partial and kind != 'SIGKILL')
             if said and int(said.group(2)) != it: problems.append(f"rank 0 said it saved step {said.group(2)}, latest.pth holds {it}")
             problems += [f'did not end within {TIMEOUT_S} s: ' + '; '.join(hung) + ' | ' + err[-400:]] * bool(hung)
-            # a full disk fails the run: ael-train's one line, then torchrun's report of a failed worker (its own words)
-            disk_full = kind == 'ENOSPC' and 'no space left on device' in err and 'ChildFailedError' in err
-            if 'Traceback' in err and not disk_full: problems.append('a traceback: ' + err[err.index('Traceback'):][-300:])
-            problems += [f'the run ended before the fault (status {p.returncode})'] * (not hit)
-            tail = err.strip().splitlines()[-1] if err.strip() else ''
-            rec = dict(i=i, fault=kind, moment='start-up' if in_startup else 'training', delay_s=round(delay, 3),
-                       status=p.returncode, latest_it=it, hit=hit, err_tail=err[-600:],
-                       secs=round(t_end - t0, 1), last_line=tail[:160], problems=problems)
-            log.append(rec); last_it = it
-            say(f"{i:3d} {kind:8s} {rec['moment']:8s} +{delay:5.2f} s  status {p.returncode:4d}  latest.pth step {it:3d}"
-                + (f"  PROBLEMS: {problems}" if problems else ''))
-            if (run / 'summary.json').exists(): say('the run finished before the faults ran out'); break
-        p = launch(disk, procs, iters); _, err = p.communicate()
-        final = json.loads((run / 'summary.json').read_text()) if p.returncode == 0 else {}
-        same_metrics = strip(read_metrics(run)) == ref['metrics'] if final else False
-        final_problems = whole(run) + [q.name for q in partial_writes(run)]
+            # a run that fails (a full disk: 1; a second Ctrl-C: 130) ends with ael-train's one line, then torchrun's
+            # report of a failed worker, which holds a traceback of torchrun's own; any other traceback is a problem
+            if err.count('Traceback (most recent call last)') > ('ChildFailedError' in err):
+                problems.append('a traceback: ' + err[err.index('Traceback'):][-300:])
+            rec = dict(i=i, round=len(rounds), fault=kind, moment='start-up' if in_startup else f'after {k} steps',
+                       delay_s=round(delay, 3), status=p.returncode, latest_it=it, hit=hit, secs=round(t_end - t0, 1),
+                       last_line=(err.strip().splitlines() or [''])[-1][:160], err_tail=err[-600:], problems=problems)
+            log.append(rec); last_it, in_round = it, in_round + hit
+            say(f"{i:3d} {kind:8s} {rec['moment']:13s} +{delay:5.2f} s  status {p.returncode:4d}  latest.pth step {it:3d}"
+                + ('' if hit else '  (the run had ended: not counted)') + (f"  PROBLEMS: {problems}" if problems else ''))
+            if (run / 'summary.json').exists():                   # this round finished: checked, then a new one
+                rounds.append(checked_round(run, ref, in_round)); say(f"round {len(rounds)}: {rounds[-1]}")
+                shutil.rmtree(run.parent); last_it, in_round = 0, 0
+        while not (run / 'summary.json').exists():                # the last round: resumed to its end
+            resumes += (run / 'latest.pth').exists(); p = launch(disk, procs, iters); err, hung = wait_end(p)
+            if p.returncode: raise SystemExit(f'the last resume failed ({p.returncode}): {err[-2000:]}')
+        rounds.append(checked_round(run, ref, in_round)); say(f"round {len(rounds)}: {rounds[-1]}")
     finally:
         subprocess.run(['umount', '-l', str(disk)], capture_output=True)
-    report = dict(seed=seed, procs=procs, iters=iters, faults_planned=faults,
-                  faults_sent=sum(r['hit'] for r in log), resumes=len(log),
-                  by_kind={k: sum(r['fault'] == k for r in log) for k in KINDS},
-                  statuses={k: sorted({r['status'] for r in log if r['fault'] == k}) for k in KINDS},
-                  in_training=sum(r['moment'] == 'training' for r in log),
-                  reference_digest=ref['summary']['weights'], final_digest=final.get('weights'),
-                  final_status=p.returncode, final_it=final.get('it'), metrics_equal=same_metrics,
-                  problems=[(r['i'], r['fault'], q) for r in log for q in r['problems']] + [(None, 'final', q) for q in final_problems],
-                  faults=log)
-    say(f"final: status {p.returncode}, step {final.get('it')}, digest {final.get('weights')} "
-        f"(reference {ref['summary']['weights']}), metrics.jsonl equal: {same_metrics}, problems: {len(report['problems'])}")
+    sent = [r for r in log if r['hit']]
+    report = dict(seed=seed, procs=procs, iters=iters, faults_asked=faults, faults_sent=len(sent),
+                  faults_not_counted=len(log) - len(sent), resumes=resumes, rounds=rounds,
+                  by_kind={k: sum(r['fault'] == k for r in sent) for k in KINDS},
+                  statuses={k: sorted({r['status'] for r in sent if r['fault'] == k}) for k in KINDS},
+                  in_training=sum(r['moment'] != 'start-up' for r in sent),
+                  reference_digest=ref['summary']['weights'], final_digest=rounds[-1]['digest'],
+                  digests_equal=all(r['digest_equal'] for r in rounds),
+                  metrics_equal=all(r['metrics_equal'] for r in rounds),
+                  problems=[(r['i'], r['fault'], q) for r in log for q in r['problems']]
+                           + [(None, f'round {j}', q) for j, r in enumerate(rounds) for q in r['problems']],
+                  reference=dict(startup_s=round(ref['startup_s'], 1), step_s=round(ref['step_s'], 3)), faults=log)
+    say(f"done: {len(sent)} faults sent, {resumes} resumes, {len(rounds)} rounds; digests equal: {report['digests_equal']} "
+        f"(reference {ref['summary']['weights']}), metrics.jsonl equal: {report['metrics_equal']}, "
+        f"problems: {len(report['problems'])}")
     return report
 
 
 def markdown(rep: dict) -> str:
-    "The report as RESULTS.md shows it: faults by kind with the exit statuses seen, resumes, digests."
+    "The report as RESULTS.md shows it: faults by kind with the exit statuses seen, resumes, rounds, digests."
     rows = '\n'.join(f"| {k} | {rep['by_kind'][k]} | {', '.join(map(str, rep['statuses'][k]))} |" for k in KINDS)
-    return (f"**{rep['procs']} process{'es' * (rep['procs'] > 1)}** (seed {rep['seed']}, {rep['iters']} steps): "
-            f"{rep['faults_sent']} faults sent to a running run ({rep['in_training']} after a step, the others in the start-up), "
-            f"{rep['resumes']} resumes, then the last start ran to step {rep['final_it']} (status {rep['final_status']}). "
-            f"Final weights digest `{rep['final_digest']}`, uninterrupted run `{rep['reference_digest']}`: "
-            f"{'equal' if rep['final_digest'] == rep['reference_digest'] else 'DIFFERENT'}; metrics.jsonl "
-            f"{'equal' if rep['metrics_equal'] else 'DIFFERENT'} (throughput aside); problems found: {len(rep['problems'])}.\n\n"
-            f"| fault | sent | exit statuses of ael-launch |\n|---|---|---|\n{rows}\n")
+    digests = ', '.join(f"`{r['digest']}`" for r in rep['rounds'])
+    return (f"**{rep['procs']} process{'es' * (rep['procs'] > 1)}** (seed {rep['seed']}, {rep['iters']} steps a run): "
+            f"{rep['faults_sent']} faults sent to a running run ({rep['in_training']} in training, the others in the "
+            f"start-up; {rep['faults_not_counted']} more found the run ended and are not counted), {rep['resumes']} resumes, "
+            f"{len(rep['rounds'])} runs to the end ({', '.join(str(r['faults']) for r in rep['rounds'])} faults each). "
+            f"Final weights digests {digests}, uninterrupted run `{rep['reference_digest']}`: "
+            f"{'all equal' if rep['digests_equal'] else 'DIFFERENT'}; metrics.jsonl "
+            f"{'equal' if rep['metrics_equal'] else 'DIFFERENT'} (throughput and memory aside); problems found: "
+            f"{len(rep['problems'])}.\n\n| fault | sent | exit statuses of ael-launch |\n|---|---|---|\n{rows}\n")
 
 
 if __name__ == '__main__':
     a = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     a.add_argument('--procs', type=int, default=1); a.add_argument('--faults', type=int, default=50)
-    a.add_argument('--seed', type=int); a.add_argument('--iters', type=int)
+    a.add_argument('--seed', type=int); a.add_argument('--iters', type=int, default=40)
     a.add_argument('--work', help='work folder (default: a new temporary one)'); a.add_argument('--json')
     a.add_argument('--report', nargs='+', metavar='JSON', help='print the markdown of these reports, run nothing')
     args = a.parse_args()
@@ -202,6 +249,7 @@ if __name__ == '__main__':
     work = Path(args.work or tempfile.mkdtemp(prefix='ael-soak-'))
     rep = soak(work, args.procs, args.faults, args.seed, args.iters)
     rep['command'] = 'python ' + ' '.join(sys.argv)
+    rep['code'] = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO, capture_output=True, text=True).stdout.strip()
     if args.json: Path(args.json).parent.mkdir(parents=True, exist_ok=True); Path(args.json).write_text(json.dumps(rep, indent=1))
-    ok = rep['final_digest'] == rep['reference_digest'] and rep['metrics_equal'] and not rep['problems'] and rep['faults_sent'] >= args.faults
+    ok = rep['digests_equal'] and rep['metrics_equal'] and not rep['problems'] and rep['faults_sent'] >= args.faults
     sys.exit(0 if ok else 1)

@@ -127,3 +127,22 @@ def test_term_to_every_process_is_one_line_not_a_traceback(tmp_path):
     _, err = p.communicate(timeout=300)
     assert p.returncode == EXIT_REQUEUE and 'Traceback' not in err, err
     assert_stopped_cleanly(out, procs)
+
+
+@pytest.mark.slow
+def test_stop_while_the_ranks_start_is_one_line(tmp_path):
+    """SIGTERM to ael-launch and torchrun as soon as the ranks exist (still importing torch, as SLURM's scancel can
+    find them): each rank hears the stop once it can handle it and ends with one line, ael-launch exits 75."""
+    out = tmp_path / 'cpu' / 'drawn_seed0'
+    p = subprocess.Popen(['ael-launch', '--preset', 'cpu', '--gpus', '2', '--out-root', str(tmp_path)] + LONG, env=ENV,
+                         start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while len(procs := descendants(p.pid)) < 3:                # torchrun and its two ranks
+        assert p.poll() is None and time.time() - t0 < 300, p.communicate()
+        time.sleep(0.02)
+    for pid in [p.pid] + procs: os.kill(pid, signal.SIGTERM)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == EXIT_REQUEUE and 'Traceback' not in err, err
+    assert 'SIGTERM before training started' in err or 'SIGTERM at step' in err, err
+    time.sleep(0.5)
+    assert alive(procs) == [] and not (out / '.lock').exists()
