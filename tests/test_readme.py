@@ -53,7 +53,7 @@ def test_readme_results_rows_come_from_the_stored_draws():
     rows = [l for l in README.splitlines() if l.startswith('| `')]
     rows = sorted(rows, key=lambda r: not r.startswith('| `avx2-fp32`'))     # the timed path's row
     paths = [p for p, e in stored.items() if e['ael'] and e['supervised']]
-    assert len(rows) == len(paths) and {'avx2-fp32', 'avx512-bf16'} <= set(paths)
+    assert len(rows) == len(paths) and 'avx2-fp32' in paths
     for p in paths:
         (row,) = [r for r in rows if r.startswith(f"| `{p}` |")]
         assert row.startswith(draws_row(p, stored[p])), (row, draws_row(p, stored[p]))
