@@ -247,17 +247,21 @@ def test_resumed_log_averages_like_the_uninterrupted_one(tmp_path, full):
     assert_same_run(train(tiny(tmp_path, *AEL, 'run.resume=true')), full[0], tmp_path, full[1])
 
 
-def test_a_checkpoint_of_an_earlier_version_resumes_exactly(tmp_path, full):
+def test_a_checkpoint_of_an_earlier_version_resumes_exactly(tmp_path):
     """A latest.pth in the form written before eb22e35 (no `ranks`: one process's `rng` and `acm_next` at the top level)
     and 14bfe5e (no digest) is upgraded where it is read (`ael_nb.state.upgrade_checkpoint`): the resumed run ends
     with the uninterrupted run's weights and bank (its first log line lacks the steps before the stop, which that
-    form did not keep)."""
-    train(tiny(tmp_path, *AEL, 'run.stop_at=3'))
-    ck = read_checkpoint(tmp_path / 'latest.pth'); one = ck.pop('ranks')[0]
-    torch.save(dict(ck, rng=one['rng'], acm_next=one['acm_next']), tmp_path / 'latest.pth')
+    form did not keep). Those versions kept no labeled memory, so both runs take the paper's ACP and ACM sources."""
+    paper = [*AEL, 'method.cp_source=batch', 'method.acm_fallback=box']
+    whole = train(tiny(tmp_path / 'whole', *paper))
+    run = tmp_path / 'run'
+    train(tiny(run, *paper, 'run.stop_at=3'))
+    ck = read_checkpoint(run / 'latest.pth'); one = ck.pop('ranks')[0]
+    assert set(one) == {'rng', 'acm_next', 'acc'}                    # nothing the earlier form would lose
+    torch.save(dict(ck, rng=one['rng'], acm_next=one['acm_next']), run / 'latest.pth')
     with pytest.warns(UserWarning, match='latest.pth: written before checkpoints carried a digest'):
-        rest = train(tiny(tmp_path, *AEL, 'run.resume=true'))
-    for k in ('it', 'weights', 'teacher_weights', 'conf'): assert rest[k] == full[0][k], k
+        rest = train(tiny(run, *paper, 'run.resume=true'))
+    for k in ('it', 'weights', 'teacher_weights', 'conf'): assert rest[k] == whole[k], k
 
 
 def test_full_disk_leaves_no_torn_metrics_line(tmp_path):

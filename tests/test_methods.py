@@ -118,7 +118,8 @@ def test_labeled_memory_feeds_acp_and_acm_and_resumes_exactly(tmp_path, over):
     traces = read_traces(tmp_path / 'full')
     assert all(t['cp_src'].eq(-1).all() and 'cp_memory_class' in t and 'acm_labeled' in t for t in traces)
     assert any(t['acm_labeled'].any() for t in traces)
-    # switched off, neither a memory nor its records
-    train(tiny(tmp_path / 'off', 'method.name=ael', *over, 'optim.iters=1', 'run.trace_interval=1'))
+    # switched off (the paper's sources), neither a memory nor its records
+    train(tiny(tmp_path / 'off', 'method.name=ael', *over, 'method.cp_source=batch', 'method.acm_fallback=box',
+               'optim.iters=1', 'run.trace_interval=1'))
     t = read_traces(tmp_path / 'off')[-1]
     assert 'memory' not in read_checkpoint(tmp_path / 'off' / 'latest.pth')['ranks'][0] and 'acm_labeled' not in t
