@@ -67,7 +67,9 @@ def test_cpu96_is_the_earlier_cpu(tmp_path, case):
 def record(out) -> dict:
     "Every case's digests with the `ael_nb` that is imported (the two-rank run included)."
     from test_ddp import two_ranks
-    new = {c: run(c, Path(out) / c) for c in CASES}
+    from ael_nb.config import valid_keys
+    known = valid_keys(get_config('cpu'))     # a recorded commit's code may predate a case's keys (e.g. the labeled memory)
+    new = {c: run(c, Path(out) / c) for c, over in CASES.items() if all(o.split('=')[0] in known for o in over)}
     r0, r1 = two_ranks(Path(out) / 'ddp')
     assert r0 == r1
     return new | {'ddp-ael': dict(student=r0['weights'], teacher=r0['teacher'])}
