@@ -48,6 +48,7 @@ class TrainState:
     pending: torch.Tensor|None = None   # an accumulated step's bank statistics (above)
     acc: dict = field(default_factory=dict)   # the log sums since the last log line (above)
     memory: LabeledMemory|None = None   # labeled images per class (`method.cp_source=memory`, `acm_fallback=labeled`)
+    evaluated: int = 0                  # the step of the last evaluation (a stop on its step comes before it)
 
 # %% ../nbs/17_state.ipynb #2d2a283c
 def lr_factor(it: int, iters: int, power: float = 0.9, warmup: int = 0) -> float:
@@ -136,7 +137,7 @@ def checkpoint(state: TrainState) -> dict:
                 optimizer=state.optimizer.state_dict(), scheduler=state.scheduler.state_dict(),
                 scaler=state.scaler.state_dict(), bank=state.bank.state_dict(),
                 table=None if state.table is None else state.table.state_dict(),
-                it=state.it, best=dict(state.best), ranks=ranks, config=to_dict(state.cfg),
+                it=state.it, evaluated=state.evaluated, best=dict(state.best), ranks=ranks, config=to_dict(state.cfg),
                 num_classes=info.num_classes,
                 info=dict(name=info.name, class_names=list(info.class_names), palette=[tuple(c) for c in info.palette],
                           tail_classes=list(info.tail_classes), ignore_index=info.ignore_index))
@@ -229,6 +230,7 @@ def load_checkpoint(state: TrainState, path) -> TrainState:
     if state.sources is not None: state.sources.load_state_dict(mine['acm_next'], state.table.table.device)
     if state.memory is not None: state.memory.load_state_dict(mine.get('memory'), state.bank.conf.device)
     state.it, state.best, state.acc = ck['it'], dict(ck['best']), dict(mine['acc'])
+    state.evaluated = ck.get('evaluated', ck['it'])   # a checkpoint without it: written after its step's evaluation
     set_rng_state(mine['rng'])
     return state
 

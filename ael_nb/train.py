@@ -378,6 +378,12 @@ def eval_due(self: Run) -> bool:
     iv = self.cfg.eval.interval
     return bool(iv and self.it % iv == 0) or self.it == self.cfg.optim.iters
 
+# %% ../nbs/20_train.ipynb #a20e0038b
+@patch
+def eval_missed(self: Run) -> bool:
+    "Was this step's evaluation due and not done? (a stop on an evaluation's step checkpoints before it)"
+    return self.it > 0 and self.eval_due() and self.state.evaluated != self.it
+
 # %% ../nbs/20_train.ipynb #eeca511e
 @patch
 def evaluate(self: Run) -> dict:
@@ -386,6 +392,7 @@ def evaluate(self: Run) -> dict:
     self._check_weights()                                           # an mIoU of NaN weights is no result
     self.confusions = evaluate_models(state, self.data, self.device)
     self.summaries = {k: cm.summary(self.data.info) for k, cm in self.confusions.items()}
+    state.evaluated = state.it
     self.log.write(dict(it=state.it, eval=self.summaries), eval_scalars(self.summaries))
     name = self.cfg.eval.select if self.cfg.eval.select in self.summaries else next(iter(self.summaries))
     if self.summaries[name]['miou'] > state.best['miou']:
@@ -435,6 +442,7 @@ def finish(self: Run) -> dict:
 def train(cfg: Config) -> dict:
     "Run (or resume) the training described by `cfg`; returns the final summary (also in summary.json)."
     with setup(cfg) as run, run.stops.signals:
+        if run.eval_missed(): run.evaluate()                # stopped on an evaluation's step: it comes first
         while run.it < run.stop:
             run.step()
             run.estimate()                                  # after the first steps: how long the rest takes here

@@ -4,6 +4,8 @@
     python bench/floor.py --device cuda --tag cuda_small         # the same preset on a GPU (data share of a GPU step)
     python bench/floor.py --device cuda --preset cityscapes --set data.dataset=synthetic ... --tag cuda_paper
     python bench/floor.py --switches --device cuda ...           # AEL's step under each speed switch
+    python bench/floor.py --variant memory= --variant paper-sources=method.cp_source=batch,method.acm_fallback=box
+                                                                 # AEL's step under named override sets
     python bench/floor.py --tiny --reps 2 --out /tmp/f           # plumbing (seconds on one CPU thread)
 
 Floor of a method, per step: the student's forward + backward on the images it sees (labeled + unlabeled, one joint
@@ -19,6 +21,7 @@ data share of each step (`section('data')`: waiting for the loaders and the host
 run.deterministic), each variant's first step (compile / autotuning included) and steady step beside its own floor and
 the first variant's step; the process-wide switches (cuDNN autotuning, deterministic kernels) are set before each
 variant's every call, as the variants share one process.
+`--variant NAME=KEY=VALUE,...`: AEL only, one run per named override set (the first is the reference of the ratios).
 Writes <out>/floor_<tag>.{json,md} (default out: bench/results)."""
 from __future__ import annotations
 import argparse, atexit, copy, datetime as dt, json, os, shutil, statistics, sys, tempfile, time
@@ -241,6 +244,8 @@ def main(argv=None):
     ap.add_argument('--set', nargs='*', default=[], help='config overrides for every run')
     ap.add_argument('--methods', nargs='+', default=['supervised', 'cutmix', 'ael'])
     ap.add_argument('--switches', nargs='*', default=None, help='AEL under these switch sets (none named: all)')
+    ap.add_argument('--variant', action='append', default=None, metavar='NAME=KEY=VALUE,...',
+                    help='AEL under these overrides, named NAME (repeat; NAME= alone: the preset as it is)')
     ap.add_argument('--reps', type=int, default=5, help='interleaved rounds')
     ap.add_argument('--warmup', type=int, default=2, help='untimed calls of each step and floor (the first reported)')
     ap.add_argument('--threads', type=int, default=None, help='torch threads (default: as is)')
@@ -251,8 +256,13 @@ def main(argv=None):
     cmd = 'python bench/floor.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
     from ael_nb.core import device_name, resolve_device
     tag = args.tag or f"{resolve_device(args.device).type}_{args.preset}" + ('_switches' if args.switches is not None else '')
-    variants = ({n: ['method.name=ael'] + SWITCHES[n] for n in (args.switches or [n for n in SWITCHES if 'deterministic' not in n or has_deterministic()])} if args.switches is not None
-                else {m: [f'method.name={m}'] for m in args.methods})
+    if args.variant is not None:
+        variants = {name: ['method.name=ael'] + [o for o in sets.split(',') if o]
+                    for name, _, sets in (v.partition('=') for v in args.variant)}
+    elif args.switches is not None:
+        variants = {n: ['method.name=ael'] + SWITCHES[n]
+                    for n in (args.switches or [n for n in SWITCHES if 'deterministic' not in n or has_deterministic()])}
+    else: variants = {m: [f'method.name={m}'] for m in args.methods}
     load_before = os.getloadavg()
     runs = setup_runs(args, variants)
     first = next(iter(runs.values()))
@@ -260,6 +270,7 @@ def main(argv=None):
     try: res_v = measure(runs, args.reps, max(args.warmup, 1))
     finally:
         for r in runs.values(): r.close()
+    for n, ov in variants.items(): res_v[n]['overrides'] = ov
     res = dict(tag=tag, when=dt.datetime.now().isoformat(timespec='seconds'),
                host=dict(device=device_name(first.device), torch=torch.__version__, threads=torch.get_num_threads(),
                          cpus=os.cpu_count(), load_before=load_before, load_after=os.getloadavg()),
@@ -268,7 +279,7 @@ def main(argv=None):
                             output_stride=c.model.output_stride, reps=args.reps,
                             overrides=(tiny_overrides() if args.tiny else []) + args.set),
                variants=res_v)
-    if args.switches is not None:
+    if args.switches is not None or args.variant is not None:
         ref = next(iter(res_v.values()))['step']['median_s']
         res['vs_first'] = {n: x['step']['median_s'] / ref for n, x in res_v.items()}
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)

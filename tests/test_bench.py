@@ -104,6 +104,17 @@ def test_floor_switches_plumbing(tmp_path):
     assert list(res['variants']) == ['fp32', 'fp32 + channels_last'] and res['vs_first']['fp32'] == 1.0
     assert [x['channels_last'] for x in res['variants'].values()] == [False, True]
 
+def test_floor_variants_plumbing(tmp_path):
+    "`--variant`: AEL under named override sets (an empty one: the preset as is), each run set up with its overrides."
+    cmd = [sys.executable, str(REPO / 'bench' / 'floor.py'), '--tiny', '--reps', '1', '--warmup', '1', '--threads', '1',
+           '--out', str(tmp_path), '--tag', 'v', '--variant', 'preset=',
+           '--variant', 'paper-sources=method.cp_source=batch,method.acm_fallback=box']
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    res = json.loads((tmp_path / 'floor_v.json').read_text())
+    assert list(res['variants']) == ['preset', 'paper-sources'] and res['vs_first']['preset'] == 1.0
+    assert [x['overrides'][-2:] for x in res['variants'].values()][1] == ['method.cp_source=batch', 'method.acm_fallback=box']
+
 def dry_stage(tmp_path, stage: str, **env) -> dict:
     "bench/paper_scale_gpu.sh OUT <stage> --cpu: two files in OUT, the tarball's paper_scale.json, nothing left in TMPDIR."
     import os, tarfile
@@ -294,6 +305,31 @@ def test_the_xeon_avx2_timing_is_the_zen4_draw():
     m, s = divmod(t['time_s'], 60)
     assert f"1600 steps trained in {t['time_s']} s ({m} min {s} s)" in text and f"trains in {round(zen['time_s'])} s" in text
     assert f"weights digest `{t['weights']}`, teacher `{t['teacher_weights']}`" in text and t['first_estimate'] in text
+
+
+def test_the_labeled_memory_costs_what_the_papers_sources_cost():
+    "The default and the paper's sources timed back to back on the Xeon: the Zen 4 runs' digests, their times and ratio "
+    "as RESULTS and the folder's README state them; the interleaved steps' ratio is the stored floor measurement's."
+    res = REPO / 'bench' / 'results'
+    ab = {n: json.loads((res / 'timed-ab-avx2-xeon' / f'{n}_summary.json').read_text()) for n in ('default', 'paper-sources')}
+    wall = {n: json.loads((res / 'timed-ab-avx2-xeon' / f'{n}_wall.json').read_text()) for n in ab}
+    mem = json.loads((res / 'sixteenth-val400-avx2-zen4' / 'ael_memory_s0_2threads.json').read_text())
+    old = json.loads((res / 'timed-paper-sources-avx2-zen4' / 'summary.json').read_text())
+    assert (ab['default']['weights'], ab['default']['teacher_weights']) == (mem['weights'], mem['teacher_weights'])
+    assert (ab['paper-sources']['weights'], ab['paper-sources']['teacher_weights']) == (old['weights'], old['teacher_weights'])
+    assert all((x['path'], x['threads'], x['it']) == ('avx2-fp32', 2, 1600) and 'Xeon' in x['device_name'] for x in ab.values())
+    d, p = (round(ab[n]['time_s']) for n in ('default', 'paper-sources'))
+    readme = ' '.join((res / 'timed-ab-avx2-xeon' / 'README.md').read_text().split())
+    results = ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
+    for n in ab:
+        assert f"| {round(ab[n]['time_s'])} s | {round(wall[n]['wall_s'])} s |" in readme
+    assert f"costs {ab['default']['time_s'] / ab['paper-sources']['time_s']:.2f}x the paper's sources' training time" in readme
+    assert (f"the default trained in {d} s and the default with the paper's sources in {p} s "
+            f"({ab['default']['time_s'] / ab['paper-sources']['time_s']:.2f}x)") in results
+    f = json.loads((res / 'floor_cpu_avx2_sources.json').read_text())
+    steps = [f['variants'][n]['step']['median_s'] for n in ('labeled-memory', 'paper-sources')]
+    assert f"take {steps[0]:.4f} s and {steps[1]:.4f} s, {steps[1] / steps[0]:.2f}x" in results
+    assert f"at {f['vs_first']['paper-sources']:.2f}x" in readme and 'AVX2' in f['host']['device']
 
 
 def test_the_quarter_draws_come_from_the_stored_results():

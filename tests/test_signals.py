@@ -1,6 +1,7 @@
-"""Stop signals under torchrun and ael-launch (issue 23), 2 gloo ranks on the CPU: a signal to the launcher's process group
+"""Stop signals under torchrun and ael-launch, 2 gloo ranks on the CPU: a signal to the launcher's process group
 reaches every training process, the job exits 75 after the checkpoint, no process outlives its launcher, and ael-launch
-returns only after the ranks' checkpoint is written even when torchrun ends first (issue 30)."""
+returns only after the ranks' checkpoint is written even when torchrun ends first. A Ctrl-C while a console script
+still imports torch is one line too."""
 import os, re, signal, socket, subprocess, sys, time
 from pathlib import Path
 import pytest
@@ -39,6 +40,28 @@ def assert_stopped_cleanly(out: Path, procs, iters: int = 200):
     time.sleep(0.5)
     assert alive(procs) == [], f'processes outlived their launcher: {alive(procs)}'
     assert 0 < read_checkpoint(out / 'latest.pth')['it'] < iters and not (out / '.lock').exists()
+
+
+def torch_mapped(pid: int) -> bool:
+    "Has process `pid` mapped torch's library (its `import torch` is under way or done)?"
+    try: return 'libtorch' in Path(f'/proc/{pid}/maps').read_text()
+    except OSError: return False
+
+@pytest.mark.parametrize('script', ['ael-train', 'ael-launch'])
+def test_ctrl_c_while_torch_imports_is_one_line(tmp_path, script):
+    """Ctrl-C to the script's process group as soon as torch's library is mapped, while torch still imports and no
+    handler of the kit's is up: one line, exit status 130 as a shell reports Ctrl-C, no traceback, no run folder."""
+    where = [f'run.out={tmp_path}/run'] if script == 'ael-train' else ['--gpus', '1', '--out-root', str(tmp_path)]
+    p = subprocess.Popen([script, '--preset', 'cpu', *where, *TINY], env=ENV, start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while not torch_mapped(p.pid):
+        assert p.poll() is None and time.time() - t0 < 60, p.communicate()
+        time.sleep(0.005)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert (p.returncode, err) == (130, f'{script}: interrupted while starting; nothing was written\n')
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
