@@ -400,7 +400,7 @@ def acquire(self: RunLock) -> RunLock:
     "Take the lock (a dead owner's is taken over) and start refreshing it; a live owner's raises `DataError`."
     self.path.parent.mkdir(parents=True, exist_ok=True)
     this_process = dict(host=socket.gethostname(), pid=os.getpid())
-    for _ in range(3):
+    for _ in range(25):                                  # a lock without its owner yet is waited for up to 12 s
         try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             owner, age = self._owner(), time.time() - self.path.stat().st_mtime
@@ -411,7 +411,9 @@ def acquire(self: RunLock) -> RunLock:
                 raise DataError(self.path.parent,
                                 f"in use by {who}; wait for it, or delete {self.path} if that run is dead")
             self.took_over = owner; self.path.unlink(missing_ok=True); continue
-        with os.fdopen(fd, 'w') as f: f.write(json.dumps(this_process))
+        try:
+            with disk_space(self.path), os.fdopen(fd, 'w') as f: f.write(json.dumps(this_process))
+        except BaseException: self.path.unlink(missing_ok=True); raise    # a full disk leaves no ownerless lock
         self.held = True; _HELD.add(str(self.path.resolve()))
         threading.Thread(target=self._beat, daemon=True, name='run-lock').start()
         return self
@@ -450,7 +452,8 @@ def claim_run_dir(out, resume: bool = False, overwrite: bool = False) -> RunLock
     if is_main():
         try: lock = _claim(out, resume, overwrite)
         except DataError as e: err = (e.path, e.problem)
+        except NoSpace as e: err = (e.path, None)                     # the lock or a partial write met a full disk
     if dist_ready() and world_size() > 1:
         box = [err]; dist.broadcast_object_list(box, src=0); err = box[0]
-    if err: raise DataError(*err)
+    if err: raise DataError(*err) if err[1] is not None else NoSpace(err[0])
     return lock

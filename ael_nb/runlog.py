@@ -66,7 +66,7 @@ class RunLog:
         if not is_main(): return
         if resume_it is not None and self.path.exists():   # drop lines written after the checkpoint
             keep = [(l, r) for l, r in _records(self.path) if r['it'] <= resume_it]
-            atomic_write_text(self.path, ''.join(l + '\n' for l, _ in keep))
+            with disk_space(self.path): atomic_write_text(self.path, ''.join(l + '\n' for l, _ in keep))
             self.evaluated = {r['it'] for _, r in keep if 'eval' in r}   # a resumed finished run evaluates again
         elif resume_it is None and self.path.exists(): self.path.unlink()
         if tensorboard:

@@ -169,9 +169,11 @@ def setup(cfg: Config, init: str|Path|None = None) -> Run:
         stop = min(cfg.optim.iters, cfg.run.stop_at) if cfg.run.stop_at is not None else cfg.optim.iters
         if is_main():
             out.mkdir(parents=True, exist_ok=True)
-            save_config(as_given, out / 'config.yaml')
-            atomic_write_text(out / 'manifest.json', json.dumps(dict(name=data.manifest_name, hash=data.manifest_hash,
-                labeled=len(data.labeled), unlabeled=_n_unlabeled(data)), indent=1))
+            with disk_space(out / 'config.yaml'): save_config(as_given, out / 'config.yaml')
+            manifest = dict(name=data.manifest_name, hash=data.manifest_hash, labeled=len(data.labeled),
+                            unlabeled=_n_unlabeled(data))
+            with disk_space(out / 'manifest.json'):
+                atomic_write_text(out / 'manifest.json', json.dumps(manifest, indent=1))
             steps = f"steps {state.it}..{stop} of {cfg.optim.iters}"
             if cfg.run.progress: print(_banner(cfg, as_given, data, device, steps))
         log = RunLog(out, cfg.run.tensorboard, state.it if (cfg.run.resume or init is not None) else None)

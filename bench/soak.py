@@ -191,9 +191,13 @@ def soak(work, procs: int = 1, faults: int = 50, seed: int | None = None, iters:
             # report of a failed worker, which holds a traceback of torchrun's own; any other traceback is a problem
             if err.count('Traceback (most recent call last)') > ('ChildFailedError' in err):
                 problems.append('a traceback: ' + err[err.index('Traceback'):][-300:])
+            kit_lines = [l for l in err.splitlines() if l.startswith(('ael-train:', 'ael-launch:'))]
+            if not hit and p.returncode:                  # it ended before the fault, and failed: a fault of its own
+                problems.append(f'failed before the fault (status {p.returncode}): ' + ' | '.join(kit_lines[:3]))
             rec = dict(i=i, round=len(rounds), fault=kind, moment='start-up' if in_startup else f'after {k} steps',
                        delay_s=round(delay, 3), status=p.returncode, latest_it=it, hit=hit, secs=round(t_end - t0, 1),
-                       last_line=(err.strip().splitlines() or [''])[-1][:160], err_tail=err[-600:], problems=problems)
+                       last_line=(err.strip().splitlines() or [''])[-1][:160], kit_lines=kit_lines[:6],
+                       err_tail=err[-600:], problems=problems)
             log.append(rec); last_it, in_round = it, in_round + hit
             say(f"{i:3d} {kind:8s} {rec['moment']:13s} +{delay:5.2f} s  status {p.returncode:4d}  latest.pth step {it:3d}"
                 + ('' if hit else '  (the run had ended: not counted)') + (f"  PROBLEMS: {problems}" if problems else ''))
