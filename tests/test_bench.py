@@ -218,10 +218,13 @@ def test_default_draws_come_from_the_stored_results():
                 r = read_stored(res / d['source'])      # evaluated on 400 val scenes, as the preset; a sixteenth labeled
                 assert r['setting']['data.synthetic_val_n'] == 400 and d['per_class'] and (r['labeled'] == '1-16' or d['method'] == 'full')
                 assert d['method'] != 'ael' or r['method_keys']['method.cp_source'] == ('memory' if st is stored else 'batch')
-    # the default: 5 seeds at 1 thread and 3 at 2 on AVX2; no AEL draw of it on the other paths (their supervised draws hold)
+    # the default: 5 seeds at 1 thread and 3 at 2 on AVX2; on AMX 2 at 1 and 1 at 2, each beside its supervised twin;
+    # no AEL draw of it on AVX-512 BF16 (its supervised draws hold)
     e, b, x = (stored['paths'][p] for p in ('avx2-fp32', 'avx512-bf16', 'amx-bf16'))
     assert [seeds(e, m, t) for m in ('supervised', 'ael') for t in (1, 2)] == [[0, 1, 2, 3, 4], [0, 1, 2]] * 2
-    assert (b['ael'], x['ael']) == ([], []) and e['full'] and b['full']
+    assert [seeds(x, m, t) for m in ('supervised', 'ael') for t in (1, 2)] == [[0, 1], [0]] * 2
+    assert b['ael'] == [] and e['full'] and b['full'] and not x['full']
+    assert x['criteria']['every_ael_above'] and x['criteria']['every_class_above'] and x['criteria']['no_pair_below_2']
     # the paper's sources: 5 seeds at 1 thread and 3 at 2 on AVX2; 3 on AVX-512 BF16; AMX as measured: 2 at 1, 1 at 2
     pe, pb, px = (paper['paths'][p] for p in ('avx2-fp32', 'avx512-bf16', 'amx-bf16'))
     for m in ('supervised', 'ael'):
@@ -722,3 +725,31 @@ def test_results_tables_quote_their_generated_tables():
         g = {k: np.array([m(with_, s, k) - m(without, s, k) for s in (0, 1, 2)]) for k in ('miou', 'tail_miou')}
         fig = lambda x: f"{x.mean():+.1f} ± {x.std(ddof=1):.1f}"
         assert f"{fig(g['miou'])} mIoU, {fig(g['tail_miou'])} tail" in flat, (with_, fig(g['miou']), fig(g['tail_miou']))
+
+
+@pytest.mark.parametrize('procs', [1, 2])
+def test_results_soak_rows_are_the_reports(procs):
+    "RESULTS' soak row of 1 and of 2 processes states its report's faults by kind, resumes, rounds and digests."
+    r = json.loads((REPO / 'bench' / 'results' / 'soak' / f'soak_{procs}proc_50faults.json').read_text())
+    (row,) = [l for l in (REPO / 'bench' / 'RESULTS.md').read_text().splitlines()
+              if l.startswith('| 1 process |' if procs == 1 else '| 2 processes (DDP, gloo) |')]
+    k = r['by_kind']
+    kinds = (f"{r['faults_sent']} (SIGKILL {k['SIGKILL']}, SIGTERM {k['SIGTERM']}, Ctrl-C {k['SIGINT']}, second Ctrl-C "
+             f"{k['SIGINT2']}, SIGUSR1 {k['SIGUSR1']}, full disk {k['ENOSPC']}), {r['in_training']} in training, "
+             f"{r['faults_sent'] - r['in_training']} in the start-up")
+    assert kinds in row and f"| {r['resumes']} | {len(r['rounds'])} (" in row
+    assert r['faults_sent'] >= 50 and r['digests_equal'] and r['metrics_equal']
+    assert (f"| {len(r['problems'])}, one kind: a Ctrl-C" in row) if r['problems'] else ('| none flagged;' in row)
+    assert f"`{r['final_digest']}` (all {len(r['rounds'])}) / `{r['reference_digest']}`" in row
+    assert all(x['digest'] == r['reference_digest'] for x in r['rounds'])
+
+
+def test_results_amx_bullet_is_the_stored_draws():
+    "RESULTS' AMX bullet states default_draws.json's ranges, class means and worst pairs for that path."
+    e = json.loads((REPO / 'bench' / 'results' / 'default_draws.json').read_text())['paths']['amx-bf16']
+    text = ' '.join((REPO / 'bench' / 'RESULTS.md').read_text().split())
+    c, rng = e['criteria'], lambda m: f"{min(e[m]):.1f}-{max(e[m]):.1f}"
+    assert f"AEL {rng('ael')} against supervised {rng('supervised')}, every AEL draw above every supervised one" in text
+    assert c['every_ael_above'] and c['every_class_above']
+    assert ('(' + ', '.join(f"{k} {v:+.1f}" for k, v in c['tail_class_gain'].items()) + ')') in text
+    assert ('worst pair of each class: ' + ', '.join(f"{k} {v:+.1f}" for k, v in c['worst_pair'].items())) in text
