@@ -52,8 +52,10 @@ def test_ctrl_c_while_torch_imports_is_one_line(tmp_path, script):
     """Ctrl-C to the script's process group as soon as torch's library is mapped, while torch still imports and no
     handler of the kit's is up: one line, exit status 130 as a shell reports Ctrl-C, no traceback, no run folder."""
     where = [f'run.out={tmp_path}/run'] if script == 'ael-train' else ['--gpus', '1', '--out-root', str(tmp_path)]
+    # Ctrl-C as a terminal delivers it: a test run in the background (nohup, `&`) passes SIGINT on ignored
     p = subprocess.Popen([script, '--preset', 'cpu', *where, *TINY], env=ENV, start_new_session=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t0 = time.time()
     while not torch_mapped(p.pid):
         assert p.poll() is None and time.time() - t0 < 60, p.communicate()
