@@ -124,3 +124,19 @@ def test_docs_site_has_every_notebook():
     py = (REPO / 'pyproject.toml').read_text()
     assert 'docs = ["nbdev>=3", "quarto-cli"]' in py and 'custom_sidebar = true' in py
     assert 'nbdev-docs' in (REPO / '.ci' / 'run').read_text()
+
+
+def test_readme_amx_row_is_its_timed_run():
+    "The AMX row's time and tail are the timed AMX run's, which is the stored 2-thread seed-0 AEL draw of that path."
+    run = RES / 'timed-default-run-amx-xeon'
+    s = json.loads((run / 'summary.json').read_text())
+    draw = json.loads((RES / 'sixteenth-val400-amxbf16-xeon' / 'ael_memory_s0_2threads.json').read_text())
+    assert (s['path'], s['threads'], s['weights'], s['teacher_weights']) == ('amx-bf16', 2, draw['weights'], draw['teacher_weights'])
+    tail = round(100 * draw['metrics']['teacher']['tail_miou'], 1)
+    m, sec = divmod(round(s['time_s']), 60)
+    (row,) = [l for l in README.splitlines() if l.startswith('| `amx-bf16` |')]
+    assert row.endswith(f"| training {round(s['time_s'])} s ({m} min {sec} s), tail mIoU {tail:.1f} on the 400 val scenes, "
+                        "on a 2-core Intel Xeon with AMX (Sapphire Rapids class) |")
+    text = ' '.join((run / 'README.md').read_text().split())
+    est = next(l for l in (run / 'ael-train.log').read_text().splitlines() if 's a step here' in l).split(':')[0]
+    assert f"1600 steps trained in {round(s['time_s'])} s ({m} min {sec} s)" in text and f'"{est}' in text
